@@ -1,0 +1,190 @@
+package chartify
+
+import (
+	"fmt"
+	"path"
+	"runtime/debug"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// RenderOptions are the release facts a chart is rendered with.
+type RenderOptions struct {
+	ReleaseName string
+	Namespace   string
+	// Revision is .Release.Revision: 1 for an install, the last revision
+	// plus one for an upgrade.
+	Revision  int
+	IsUpgrade bool
+	// Capabilities is .Capabilities; OfflineCapabilities or
+	// ClusterCapabilities build it.
+	Capabilities *chartutil.Capabilities
+	// RESTConfig, when set, makes the lookup function query the cluster;
+	// without it lookup returns empty results, as in `helm template`.
+	RESTConfig           *rest.Config
+	SkipSchemaValidation bool
+}
+
+// Rendered is a rendered chart, split into documents.
+type Rendered struct {
+	// Chart is the source chart (its metadata, default values and CRDs go
+	// into the temporary chart).
+	Chart *chart.Chart
+	// Documents are the rendered resources: manifests in Helm's install
+	// order, then hooks in Helm's order.
+	Documents []manifest.Document
+	// Notes is the rendered NOTES.txt of the top chart.
+	Notes string
+}
+
+// Render renders ch with the user's values exactly as Helm's install and
+// upgrade actions do (values coalescing, dependency conditions and
+// import-values, schema validation, kubeVersion check, NOTES.txt, hook
+// sorting), but in-process and without building the objects against the
+// cluster. ch is modified as Helm modifies it (disabled subcharts removed).
+func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, error) {
+	caps := o.Capabilities
+	if caps == nil {
+		caps = OfflineCapabilities("", nil)
+	}
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s", ch.Name(), kv, caps.KubeVersion.String())
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+	revision := o.Revision
+	if revision < 1 {
+		revision = 1
+	}
+	opts := chartutil.ReleaseOptions{
+		Name:      o.ReleaseName,
+		Namespace: o.Namespace,
+		Revision:  revision,
+		IsInstall: !o.IsUpgrade,
+		IsUpgrade: o.IsUpgrade,
+	}
+	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, o.SkipSchemaValidation)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+
+	var eng engine.Engine
+	if o.RESTConfig != nil {
+		eng = engine.New(o.RESTConfig)
+	}
+	files, err := eng.Render(ch, values)
+	if err != nil {
+		return nil, err
+	}
+
+	notesPath := path.Join(ch.Name(), "templates", "NOTES.txt")
+	r := &Rendered{Chart: ch, Notes: files[notesPath]}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+	r.Documents = make([]manifest.Document, 0, len(manifests)+len(hooks))
+	for _, m := range manifests {
+		d, err := parseRendered(m.Name, m.Content)
+		if err != nil {
+			return nil, err
+		}
+		r.Documents = append(r.Documents, d)
+	}
+	for _, h := range hooks {
+		d, err := parseRendered(h.Path, h.Manifest)
+		if err != nil {
+			return nil, err
+		}
+		r.Documents = append(r.Documents, d)
+	}
+	return r, nil
+}
+
+func parseRendered(source, content string) (manifest.Document, error) {
+	d, err := manifest.Parse(source, strings.TrimSpace(content))
+	if err != nil {
+		return d, fmt.Errorf("rendered template %s: %w", source, err)
+	}
+	return d, nil
+}
+
+// OfflineCapabilities are the capabilities of `helm template`: Helm's
+// defaults, optionally with another Kubernetes version (--kube-version) and
+// extra API versions (--api-versions).
+//
+// Helm's default Kubernetes version is set by ldflags in Helm's own build and
+// is v1.20 in any other; helm-inject uses the version of the Kubernetes
+// client library it is built with instead, which is what the helm CLI of the
+// same release reports.
+func OfflineCapabilities(kubeVersion string, apiVersions []string) *chartutil.Capabilities {
+	caps := chartutil.DefaultCapabilities.Copy()
+	if kubeVersion == "" {
+		kubeVersion = clientKubeVersion()
+	}
+	if kubeVersion != "" {
+		if kv, err := chartutil.ParseKubeVersion(kubeVersion); err == nil {
+			caps.KubeVersion = *kv
+		}
+	}
+	caps.APIVersions = append(caps.APIVersions, apiVersions...)
+	return caps
+}
+
+// ClusterCapabilities asks the API server for its version and API groups,
+// as Helm's install and upgrade do.
+func ClusterCapabilities(dc discovery.DiscoveryInterface) (*chartutil.Capabilities, error) {
+	if cached, ok := dc.(discovery.CachedDiscoveryInterface); ok {
+		cached.Invalidate()
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the Kubernetes version: %w", err)
+	}
+	apis, err := action.GetVersionSet(dc)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("reading the Kubernetes API versions: %w", err)
+	}
+	return &chartutil.Capabilities{
+		APIVersions: apis,
+		KubeVersion: chartutil.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}, nil
+}
+
+// clientKubeVersion maps the linked k8s.io/client-go v0.N.x to "v1.N.0".
+func clientKubeVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, dep := range bi.Deps {
+		if dep.Path != "k8s.io/client-go" {
+			continue
+		}
+		v := dep.Version
+		if dep.Replace != nil {
+			v = dep.Replace.Version
+		}
+		parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+		if len(parts) >= 2 && parts[0] == "0" {
+			return "v1." + parts[1] + ".0"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,206 @@
+// Package chartify turns what a user names as a chart (a chart folder, a
+// packaged .tgz, repo/chart, a --repo URL, an oci:// reference, a folder of
+// plain manifests or a kustomization) into a Helm chart, renders it with
+// Helm's semantics, and builds the temporary chart that holds the injected
+// manifests and is installed as the release.
+package chartify
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/registry"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// SourceKind says what a chart reference pointed at.
+type SourceKind string
+
+const (
+	// SourceChart is a Helm chart: folder, .tgz, repo/chart, --repo or OCI.
+	SourceChart SourceKind = "chart"
+	// SourceManifests is a folder of plain YAML manifests.
+	SourceManifests SourceKind = "manifests"
+	// SourceKustomize is a folder with a kustomization file.
+	SourceKustomize SourceKind = "kustomize"
+)
+
+// LoadOptions say where to look for a chart that is not a local path.
+type LoadOptions struct {
+	// PathOptions holds --version, --repo, credentials and TLS settings.
+	PathOptions action.ChartPathOptions
+	// Devel accepts pre-release versions when no --version is given.
+	Devel    bool
+	Settings *cli.EnvSettings
+	// RegistryClient is required for oci:// references.
+	RegistryClient *registry.Client
+}
+
+// Load resolves ref and loads it as a chart.
+func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
+	if fi, err := os.Stat(ref); err == nil && fi.IsDir() {
+		switch {
+		case exists(filepath.Join(ref, "Chart.yaml")):
+			ch, err := loadChart(ref)
+			return ch, SourceChart, err
+		case kustomizationFile(ref) != "":
+			ch, err := loadKustomization(ref)
+			return ch, SourceKustomize, err
+		default:
+			ch, err := loadManifests(ref)
+			return ch, SourceManifests, err
+		}
+	}
+	if registry.IsOCI(ref) && o.RegistryClient == nil {
+		return nil, "", fmt.Errorf("chart %s: an OCI reference needs a registry client", ref)
+	}
+	po := o.PathOptions
+	if o.Devel && po.Version == "" {
+		po.Version = ">0.0.0-0"
+	}
+	settings := o.Settings
+	if settings == nil {
+		settings = cli.New()
+	}
+	// LocateChart reads the client from Install's embedded options only, so
+	// go through an Install to hand it over.
+	inst := action.NewInstall(&action.Configuration{RegistryClient: o.RegistryClient})
+	inst.ChartPathOptions = po
+	inst.SetRegistryClient(o.RegistryClient)
+	path, err := inst.ChartPathOptions.LocateChart(ref, settings)
+	if err != nil {
+		return nil, "", fmt.Errorf("chart %s: %w", ref, err)
+	}
+	ch, err := loadChart(path)
+	return ch, SourceChart, err
+}
+
+func loadChart(path string) (*chart.Chart, error) {
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", path, err)
+	}
+	if ch.Metadata.Type == "library" {
+		return nil, fmt.Errorf("chart %s is a library chart and cannot be installed", path)
+	}
+	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
+		if err := action.CheckDependencies(ch, deps); err != nil {
+			return nil, fmt.Errorf("chart %s: %w (run `helm dependency build %s`)", path, err, path)
+		}
+	}
+	return ch, nil
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func kustomizationFile(dir string) string {
+	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if exists(filepath.Join(dir, n)) {
+			return n
+		}
+	}
+	return ""
+}
+
+var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// generatedChart is the chart that wraps plain manifests or a kustomize
+// build; it is named after the folder.
+func generatedChart(dir, kind string) (*chart.Chart, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	name := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(filepath.Base(abs)), "-"), "-")
+	if name == "" {
+		name = "manifests"
+	}
+	return &chart.Chart{Metadata: &chart.Metadata{
+		APIVersion:  chart.APIVersionV2,
+		Name:        name,
+		Version:     "0.0.0",
+		Description: fmt.Sprintf("%s from %s, wrapped by helm-inject", kind, dir),
+		Type:        "application",
+	}}, nil
+}
+
+// loadManifests wraps every .yaml, .yml and .json file below dir (sorted,
+// hidden folders skipped) as a template, escaped so it renders unchanged.
+func loadManifests(dir string) (*chart.Chart, error) {
+	ch, err := generatedChart(dir, "plain manifests")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			if !d.IsDir() {
+				paths = append(paths, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading manifests in %s: %w", dir, err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%s is neither a chart (no Chart.yaml), a kustomization nor a folder of .yaml manifests", dir)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading manifests in %s: %w", dir, err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		name := "templates/" + strings.TrimPrefix(filepath.ToSlash(rel), "_")
+		if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+			name += ".yaml"
+		}
+		ch.Templates = append(ch.Templates, &chart.File{Name: name, Data: []byte(Escape(string(data)))})
+	}
+	return ch, nil
+}
+
+// loadKustomization builds dir with the kustomize API (what `kustomize
+// build` runs) and wraps each resulting resource as a template.
+func loadKustomization(dir string) (*chart.Chart, error) {
+	ch, err := generatedChart(dir, "kustomization")
+	if err != nil {
+		return nil, err
+	}
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	for i, r := range resources.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		}
+		name := fmt.Sprintf("templates/%03d-%s-%s.yaml", i, strings.ToLower(r.GetKind()), invalidNameChars.ReplaceAllString(strings.ToLower(r.GetName()), "-"))
+		ch.Templates = append(ch.Templates, &chart.File{Name: name, Data: []byte(Escape(string(y)))})
+	}
+	if len(ch.Templates) == 0 {
+		return nil, errors.New("kustomize build " + dir + " produced no resources")
+	}
+	return ch, nil
+}

@@ -1,0 +1,214 @@
+package chartify
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// Annotations written into the temporary chart's Chart.yaml, and so into
+// every release revision.
+const (
+	// AnnotationInjectors holds a JSON list of the injectors applied.
+	AnnotationInjectors = "helm-inject.io/injectors"
+	// AnnotationSource is the chart reference the user gave.
+	AnnotationSource = "helm-inject.io/source"
+)
+
+// InjectorRecord is one entry of AnnotationInjectors.
+type InjectorRecord struct {
+	Name string `json:"name"`
+}
+
+// TempChartOptions describe what the temporary chart records.
+type TempChartOptions struct {
+	// Source is the chart reference as the user gave it.
+	Source    string
+	Injectors []InjectorRecord
+}
+
+// BuildTempChart assembles the chart that is installed as the release: the
+// source chart's metadata and default values, the (injected) documents as
+// escaped templates, the rendered notes, and every CRD of the chart and its
+// subcharts once. Rendering it reproduces docs byte for byte.
+func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (*chart.Chart, error) {
+	src := r.Chart
+	md := *src.Metadata
+	md.APIVersion = chart.APIVersionV2
+	md.Dependencies = nil
+	md.Annotations = make(map[string]string, len(src.Metadata.Annotations)+2)
+	for k, v := range src.Metadata.Annotations {
+		md.Annotations[k] = v
+	}
+	if o.Source != "" {
+		md.Annotations[AnnotationSource] = o.Source
+	}
+	if len(o.Injectors) > 0 {
+		b, err := json.Marshal(o.Injectors)
+		if err != nil {
+			return nil, err
+		}
+		md.Annotations[AnnotationInjectors] = string(b)
+	}
+	tc := &chart.Chart{Metadata: &md, Values: src.Values}
+	for _, f := range src.Raw {
+		if f.Name == "values.yaml" {
+			tc.Raw = append(tc.Raw, f)
+		}
+	}
+
+	// One template file per source template, documents in their order.
+	files := map[string]*strings.Builder{}
+	var order []string
+	for _, d := range docs {
+		name, err := flatten(src.Name(), d.Source, "templates")
+		if err != nil {
+			return nil, err
+		}
+		b, ok := files[name]
+		if !ok {
+			b = &strings.Builder{}
+			files[name] = b
+			order = append(order, name)
+		}
+		b.WriteString("---\n")
+		b.WriteString(Escape(d.Content))
+		b.WriteString("\n")
+	}
+	for _, name := range order {
+		tc.Templates = append(tc.Templates, &chart.File{Name: name, Data: []byte(files[name].String())})
+	}
+	if r.Notes != "" {
+		tc.Templates = append(tc.Templates, &chart.File{Name: "templates/NOTES.txt", Data: []byte(Escape(r.Notes))})
+	}
+
+	crds, err := flattenCRDs(src)
+	if err != nil {
+		return nil, err
+	}
+	tc.Files = append(tc.Files, crds...)
+	if err := tc.Validate(); err != nil {
+		return nil, fmt.Errorf("temporary chart for %s: %w", src.Name(), err)
+	}
+	return tc, nil
+}
+
+// flatten maps a rendered file of chart or one of its subcharts to a file of
+// the flat temporary chart under dir ("templates" or "crds"):
+//
+//	webapp/templates/web.yaml             -> templates/web.yaml
+//	webapp/charts/cache/templates/x.yaml  -> templates/charts/cache/x.yaml
+//
+// The top chart's files keep their names, so "# Source:" comments in the
+// release read as with plain Helm.
+func flatten(chartName, source, dir string) (string, error) {
+	rest, ok := strings.CutPrefix(source, chartName+"/")
+	if !ok {
+		return "", fmt.Errorf("rendered file %q is outside chart %s", source, chartName)
+	}
+	if !strings.HasPrefix(rest, dir+"/") {
+		if i := strings.LastIndex(rest, "/"+dir+"/"); i >= 0 {
+			rest = rest[:i] + rest[i+len(dir)+1:]
+		}
+		rest = dir + "/" + rest
+	}
+	clean := path.Clean(rest)
+	if clean != rest || !filepath.IsLocal(filepath.FromSlash(clean)) || !strings.HasPrefix(clean, dir+"/") {
+		return "", fmt.Errorf("rendered file %q does not map to a safe path in the temporary chart", source)
+	}
+	// Helm treats files starting with "_" as partials and never renders them.
+	if base := path.Base(clean); strings.HasPrefix(base, "_") {
+		clean = path.Join(path.Dir(clean), "u"+base)
+	}
+	if ext := path.Ext(clean); dir == "templates" && ext != ".yaml" && ext != ".yml" && ext != ".json" {
+		clean += ".yaml"
+	}
+	return clean, nil
+}
+
+// flattenCRDs collects the CRDs of the chart and all its subcharts, keeping
+// the first definition of each CRD name.
+func flattenCRDs(src *chart.Chart) ([]*chart.File, error) {
+	seen := map[string]bool{}
+	var out []*chart.File
+	for _, crd := range src.CRDObjects() {
+		var kept []string
+		for _, doc := range manifest.Split(string(crd.File.Data)) {
+			d, err := manifest.Parse(crd.Filename, doc)
+			if err != nil {
+				return nil, fmt.Errorf("CRD file %s: %w", crd.Filename, err)
+			}
+			if seen[d.ID.Name] {
+				continue
+			}
+			seen[d.ID.Name] = true
+			kept = append(kept, doc)
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		name, err := flatten(src.Name(), crd.Filename, "crds")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &chart.File{Name: name, Data: []byte(strings.Join(kept, "\n---\n") + "\n")})
+	}
+	return out, nil
+}
+
+// WriteChart writes ch as a chart folder into dir (which must exist or be
+// creatable), with private permissions: folders 0700, files 0600.
+func WriteChart(ch *chart.Chart, dir string) error {
+	md, err := json.Marshal(ch.Metadata)
+	if err != nil {
+		return err
+	}
+	chartYAML, err := jsonToYAML(md)
+	if err != nil {
+		return err
+	}
+	files := []*chart.File{{Name: "Chart.yaml", Data: chartYAML}}
+	files = append(files, ch.Raw...)
+	files = append(files, ch.Templates...)
+	files = append(files, ch.Files...)
+	for _, f := range files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Name)) {
+			return fmt.Errorf("temporary chart file %q would escape %s", f.Name, dir)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadWritten loads a chart written by WriteChart: what is installed is what
+// is on disk.
+func LoadWritten(dir string) (*chart.Chart, error) {
+	ch, err := loader.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the temporary chart in %s: %w", dir, err)
+	}
+	return ch, nil
+}
+
+func jsonToYAML(j []byte) ([]byte, error) {
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return nil, fmt.Errorf("writing Chart.yaml: %w", err)
+	}
+	return y, nil
+}

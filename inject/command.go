@@ -1,0 +1,136 @@
+package inject
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Command is an external injector program. It receives the manifests in a
+// file when its arguments contain FILE, and on stdin otherwise; it prints the
+// injected manifests on stdout. It never runs through a shell.
+type Command struct {
+	// Spec is the definition as the user wrote it.
+	Spec string
+	// Argv is the program and its arguments, FILE placeholders intact.
+	Argv []string
+
+	usesFile bool
+}
+
+// Name implements Injector.
+func (c *Command) Name() string { return c.Spec }
+
+// stderrLimit bounds how much of an injector's stderr is kept for messages.
+const stderrLimit = 8 << 10
+
+// Inject implements Injector.
+func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte, error) {
+	argv := c.Argv
+	var stdin *bytes.Reader
+	if c.usesFile {
+		if env.TempDir == "" {
+			return nil, errors.New("no private temporary folder for FILE")
+		}
+		f, err := os.CreateTemp(env.TempDir, "manifests-*.yaml")
+		if err != nil {
+			return nil, fmt.Errorf("writing manifests for the injector: %w", err)
+		}
+		path := f.Name()
+		defer os.Remove(path)
+		if _, err := f.Write(manifests); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("writing manifests for the injector: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("writing manifests for the injector: %w", err)
+		}
+		argv = make([]string, len(c.Argv))
+		argv[0] = c.Argv[0]
+		for i, a := range c.Argv[1:] {
+			argv[i+1] = placeholderRE.ReplaceAllStringFunc(a, func(m string) string {
+				return strings.Replace(m, filePlaceholder, path, 1)
+			})
+		}
+	} else {
+		stdin = bytes.NewReader(manifests)
+	}
+
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = env.Dir
+	cmd.Env = append(os.Environ(),
+		"HELM_INJECT_RELEASE="+env.Release,
+		"HELM_INJECT_NAMESPACE="+env.Namespace,
+		"HELM_INJECT_CHART="+env.Chart,
+	)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var stdout bytes.Buffer
+	stderr := &tailBuffer{limit: stderrLimit}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	setProcessGroup(cmd)
+	// After cancellation, give the process a moment to exit before its pipes
+	// are closed under it.
+	cmd.WaitDelay = 2 * time.Second
+
+	err := cmd.Run()
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("timed out and was killed%s", stderr.suffix())
+		}
+		return nil, fmt.Errorf("interrupted: %w", ctxErr)
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return nil, fmt.Errorf("command %q not found in PATH", argv[0])
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
+		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return nil, fmt.Errorf("killed by signal %s%s", ws.Signal(), stderr.suffix())
+		}
+		return nil, fmt.Errorf("exited with status %d%s", ee.ExitCode(), stderr.suffix())
+	default:
+		return nil, fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+}
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	limit int
+	buf   []byte
+	cut   bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.limit; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+// suffix formats the captured stderr for an error message.
+func (t *tailBuffer) suffix() string {
+	s := strings.TrimSpace(string(t.buf))
+	if s == "" {
+		return " (no output on stderr)"
+	}
+	if t.cut {
+		s = "..." + s
+	}
+	return "; its stderr:\n" + s
+}

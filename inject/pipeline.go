@@ -1,0 +1,156 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// DefaultTimeout bounds one injector run unless the user says otherwise.
+const DefaultTimeout = 2 * time.Minute
+
+// Pipeline runs injectors in order over a release's documents.
+type Pipeline struct {
+	Injectors []Injector
+	// Timeout bounds each injector run; zero means DefaultTimeout.
+	Timeout time.Duration
+	// SkipHooks keeps hook documents away from the injectors.
+	SkipHooks bool
+	// SkipTests keeps `helm test` hooks away from the injectors.
+	SkipTests bool
+}
+
+// Run gives every selected document to each injector in turn (one run per
+// injector, one multi-document stream), checks what comes back, and returns
+// all documents in their original order with the injected ones replaced.
+func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
+	if len(p.Injectors) == 0 {
+		return docs, nil
+	}
+	var idx []int
+	var selected []manifest.Document
+	for i, d := range docs {
+		if d.Hook != "" && (p.SkipHooks || (p.SkipTests && d.IsTestHook())) {
+			continue
+		}
+		idx = append(idx, i)
+		selected = append(selected, d)
+	}
+	if len(selected) == 0 {
+		return docs, nil
+	}
+
+	tmp, err := os.MkdirTemp("", "helm-inject-")
+	if err != nil {
+		return nil, fmt.Errorf("release %q: creating a private temporary folder: %w", env.Release, err)
+	}
+	defer os.RemoveAll(tmp)
+	env.TempDir = tmp
+
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	for _, inj := range p.Injectors {
+		if selected, err = p.runOne(ctx, inj, selected, env, timeout); err != nil {
+			return nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
+		}
+	}
+	out := make([]manifest.Document, len(docs))
+	copy(out, docs)
+	for j, i := range idx {
+		out[i] = selected[j]
+	}
+	return out, nil
+}
+
+func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Document, env Env, timeout time.Duration) ([]manifest.Document, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	raw, err := inj.Inject(ctx, []byte(manifest.Join(in)), env)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("did not finish within %s (--injector-timeout): %w", timeout, err)
+		}
+		return nil, err
+	}
+	return Reconcile(in, string(raw), env.Namespace)
+}
+
+// Reconcile checks an injector's output against its input and carries each
+// input document's Source over to the output document with the same
+// identity. The output must hold exactly the input's resources: none
+// dropped, added, renamed or moved, and no hook turned into a plain manifest
+// or back. A resource without a namespace counts as being in namespace.
+func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Document, error) {
+	key := func(id manifest.ID) manifest.ID {
+		if id.Namespace == "" {
+			id.Namespace = namespace
+		}
+		return id
+	}
+	pending := make(map[manifest.ID][]int, len(in))
+	for i, d := range in {
+		k := key(d.ID)
+		pending[k] = append(pending[k], i)
+	}
+	parts := manifest.Split(output)
+	result := make([]manifest.Document, len(in))
+	var added []string
+	for n, part := range parts {
+		d, err := manifest.Parse("", part)
+		if err != nil {
+			return nil, fmt.Errorf("output document %d of %d: %w\n%s", n+1, len(parts), err, excerpt(part))
+		}
+		k := key(d.ID)
+		q := pending[k]
+		if len(q) == 0 {
+			added = append(added, d.ID.String())
+			continue
+		}
+		i := q[0]
+		pending[k] = q[1:]
+		if d.Hook != in[i].Hook {
+			return nil, fmt.Errorf("changed the helm.sh/hook annotation of %s from %q to %q", d.ID, in[i].Hook, d.Hook)
+		}
+		d.Source = in[i].Source
+		result[i] = d
+	}
+	var dropped []string
+	for i, d := range in {
+		if result[i].Content == "" {
+			dropped = append(dropped, d.ID.String())
+		}
+	}
+	if len(added) > 0 || len(dropped) > 0 {
+		var msg []string
+		if len(dropped) > 0 {
+			msg = append(msg, "dropped or renamed "+strings.Join(dropped, ", "))
+		}
+		if len(added) > 0 {
+			msg = append(msg, "added "+strings.Join(added, ", "))
+		}
+		return nil, fmt.Errorf("changed the set of resources (an injector may only modify them): %s", strings.Join(msg, "; "))
+	}
+	return result, nil
+}
+
+// excerpt returns the first lines of a document for an error message.
+func excerpt(s string) string {
+	lines := strings.SplitN(s, "\n", 6)
+	if len(lines) > 5 {
+		lines = append(lines[:5], "...")
+	}
+	for i, l := range lines {
+		if len(l) > 200 {
+			l = l[:200] + "..."
+		}
+		lines[i] = "  | " + l
+	}
+	return strings.Join(lines, "\n")
+}

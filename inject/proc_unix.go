@@ -1,0 +1,18 @@
+//go:build unix
+
+package inject
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup starts the injector in its own process group and makes
+// cancellation kill the whole group, so a script's children (a pipeline, a
+// sleeping helper) die with it instead of holding its output open.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

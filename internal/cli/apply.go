@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/cli"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+
+	"github.com/helm-inject/helm-inject/release"
+)
+
+const applyLong = `Render a chart, run every manifest (hooks and tests included) through the
+injectors, write a temporary chart from the result and install or upgrade
+the release with it (helm upgrade --install).
+
+The release is an ordinary Helm release: helm list, status, get, history,
+rollback, test and uninstall work on it. Everything that can reject your
+input (rendering, injectors, their output) runs before anything is written
+to the cluster.`
+
+// applyFlags are the flags of apply and upgrade.
+type applyFlags struct {
+	chart       chartFlags
+	injectors   injectFlags
+	injectDir   string
+	keepChart   string
+	install     bool
+	createNS    bool
+	wait        bool
+	waitForJobs bool
+	timeout     time.Duration
+	atomic      bool
+	historyMax  int
+	description string
+	dryRun      bool
+	noHooks     bool
+	skipCRDs    bool
+	resetValues bool
+	reuseValues bool
+	resetThen   bool
+	skipSchema  bool
+}
+
+func (a *applyFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	a.chart.add(f)
+	a.injectors.add(f)
+	f.StringVar(&a.injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	f.StringVar(&a.keepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it")
+	f.BoolVar(&a.createNS, "create-namespace", false, "create the release namespace if not present")
+	f.BoolVar(&a.wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
+	f.BoolVar(&a.waitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")
+	f.DurationVar(&a.timeout, "timeout", 5*time.Minute, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
+	f.BoolVar(&a.atomic, "atomic", false, "roll back (or uninstall, on a first install) if the operation fails; sets --wait")
+	f.IntVar(&a.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release; 0 for no limit")
+	f.StringVar(&a.description, "description", "", "add a custom description")
+	f.BoolVar(&a.dryRun, "dry-run", false, "simulate: render, inject and validate, then print what would be installed")
+	f.BoolVar(&a.noHooks, "no-hooks", false, "do not run hooks")
+	f.BoolVar(&a.skipCRDs, "skip-crds", false, "do not install CRDs on a first install")
+	f.BoolVar(&a.resetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
+	f.BoolVar(&a.reuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides")
+	f.BoolVar(&a.resetThen, "reset-then-reuse-values", false, "when upgrading, reset the values to the chart's, then apply the last release's values and the overrides")
+	f.BoolVar(&a.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
+}
+
+func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
+	var a applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply NAME CHART",
+		Short: "Install or upgrade a release with sidecars injected",
+		Long:  applyLong,
+		Args:  exactArgs(2, "a release NAME and a CHART"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.install = true
+			return a.run(cmd, settings, args)
+		},
+	}
+	a.add(cmd)
+	return cmd
+}
+
+func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
+	var a applyFlags
+	cmd := &cobra.Command{
+		Use:   "upgrade NAME CHART",
+		Short: "Same as apply, under helm's name (with -i/--install to install a missing release)",
+		Long:  applyLong + "\n\nWithout --install, upgrade refuses a release that does not exist yet, as helm does.",
+		Args:  exactArgs(2, "a release NAME and a CHART"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.run(cmd, settings, args)
+		},
+	}
+	a.add(cmd)
+	cmd.Flags().BoolVarP(&a.install, "install", "i", false, "install the release if it does not exist")
+	return cmd
+}
+
+func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
+	name, ref := args[0], args[1]
+	modes := 0
+	for _, b := range []bool{a.resetValues, a.reuseValues, a.resetThen} {
+		if b {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return errors.New("--reset-values, --reuse-values and --reset-then-reuse-values exclude each other")
+	}
+	p, err := a.injectors.pipeline()
+	if err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	src, vals, err := a.chart.load(settings, ref, cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+	if err != nil {
+		return err
+	}
+	ap := release.NewApply(cfg)
+	ap.Namespace = settings.Namespace()
+	ap.Install = a.install
+	ap.CreateNamespace = a.createNS
+	ap.Wait, ap.WaitForJobs, ap.Timeout, ap.Atomic = a.wait, a.waitForJobs, a.timeout, a.atomic
+	ap.MaxHistory = a.historyMax
+	ap.Description = a.description
+	ap.DryRun = a.dryRun
+	ap.DisableHooks = a.noHooks
+	ap.SkipCRDs = a.skipCRDs
+	ap.SkipSchemaValidation = a.skipSchema
+	switch {
+	case a.resetValues:
+		ap.ValuesMode = release.ValuesReset
+	case a.reuseValues:
+		ap.ValuesMode = release.ValuesReuse
+	case a.resetThen:
+		ap.ValuesMode = release.ValuesResetThenReuse
+	}
+	ap.Pipeline = p
+	ap.InjectDir = a.injectDir
+	ap.KeepChart = a.keepChart
+
+	res, err := ap.Run(cmd.Context(), name, src, vals)
+	if err != nil {
+		return err
+	}
+	return printRelease(cmd.OutOrStdout(), res, a.dryRun)
+}
+
+// printRelease reports the outcome like helm install/upgrade do.
+func printRelease(w io.Writer, res *release.Result, dryRun bool) error {
+	rel := res.Release
+	verb := "upgraded"
+	if res.Installed {
+		verb = "installed"
+	}
+	if dryRun {
+		fmt.Fprintf(w, "Release %q would be %s (dry run). Manifest:\n%s", rel.Name, verb, rel.Manifest)
+		return nil
+	}
+	fmt.Fprintf(w, "Release %q has been %s.\n", rel.Name, verb)
+	printStatus(w, rel)
+	return nil
+}
+
+func printStatus(w io.Writer, rel *helmrelease.Release) {
+	fmt.Fprintf(w, "NAME: %s\n", rel.Name)
+	if !rel.Info.LastDeployed.IsZero() {
+		fmt.Fprintf(w, "LAST DEPLOYED: %s\n", rel.Info.LastDeployed.Format(time.ANSIC))
+	}
+	fmt.Fprintf(w, "NAMESPACE: %s\nSTATUS: %s\nREVISION: %d\n", rel.Namespace, rel.Info.Status, rel.Version)
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		fmt.Fprintf(w, "CHART: %s-%s\n", rel.Chart.Metadata.Name, rel.Chart.Metadata.Version)
+	}
+	if rel.Info.Notes != "" {
+		fmt.Fprintf(w, "NOTES:\n%s\n", rel.Info.Notes)
+	}
+}
+
+// debugLog returns Helm's debug logger when --debug is set.
+func debugLog(settings *cli.EnvSettings, w io.Writer) func(string, ...any) {
+	if !settings.Debug {
+		return nil
+	}
+	return func(format string, v ...any) { fmt.Fprintf(w, "[debug] "+format+"\n", v...) }
+}

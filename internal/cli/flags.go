@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/cli/values"
+	"helm.sh/helm/v3/pkg/getter"
+	"helm.sh/helm/v3/pkg/registry"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/release"
+)
+
+// chartFlags are Helm's flags for finding a chart and setting its values.
+type chartFlags struct {
+	values values.Options
+	path   action.ChartPathOptions
+	devel  bool
+}
+
+func (c *chartFlags) add(f *pflag.FlagSet) {
+	f.StringSliceVarP(&c.values.ValueFiles, "values", "f", nil, "specify values in a YAML file or a URL (can specify multiple)")
+	f.StringArrayVar(&c.values.Values, "set", nil, "set values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	f.StringArrayVar(&c.values.StringValues, "set-string", nil, "set STRING values on the command line (can specify multiple or separate values with commas: key1=val1,key2=val2)")
+	f.StringArrayVar(&c.values.FileValues, "set-file", nil, "set values from respective files specified via the command line (can specify multiple or separate values with commas: key1=path1,key2=path2)")
+	f.StringArrayVar(&c.values.JSONValues, "set-json", nil, "set JSON values on the command line (can specify multiple or separate values with commas: key1=jsonval1,key2=jsonval2)")
+	f.StringArrayVar(&c.values.LiteralValues, "set-literal", nil, "set a literal STRING value on the command line")
+	f.StringVar(&c.path.Version, "version", "", "a version constraint for the chart version to use (e.g. 1.1.1 or ^2.0.0); default: the latest")
+	f.BoolVar(&c.devel, "devel", false, "use development versions, too. Equivalent to version '>0.0.0-0'. If --version is set, this is ignored")
+	f.StringVar(&c.path.RepoURL, "repo", "", "chart repository url where to locate the requested chart")
+	f.StringVar(&c.path.Username, "username", "", "chart repository username where to locate the requested chart")
+	f.StringVar(&c.path.Password, "password", "", "chart repository password where to locate the requested chart")
+	f.StringVar(&c.path.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
+	f.StringVar(&c.path.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
+	f.StringVar(&c.path.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled servers using this CA bundle")
+	f.BoolVar(&c.path.InsecureSkipTLSverify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
+	f.BoolVar(&c.path.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
+	f.BoolVar(&c.path.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
+	f.BoolVar(&c.path.Verify, "verify", false, "verify the package before using it")
+	f.StringVar(&c.path.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
+}
+
+func defaultKeyring() string {
+	if v, ok := os.LookupEnv("GNUPGHOME"); ok {
+		return filepath.Join(v, "pubring.gpg")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".gnupg", "pubring.gpg")
+}
+
+// load resolves the chart reference and merges the user's values.
+func (c *chartFlags) load(settings *cli.EnvSettings, ref string, stderr io.Writer) (release.Source, map[string]any, error) {
+	rc, err := c.registryClient(settings, stderr)
+	if err != nil {
+		return release.Source{}, nil, err
+	}
+	ch, _, err := chartify.Load(ref, chartify.LoadOptions{PathOptions: c.path, Devel: c.devel, Settings: settings, RegistryClient: rc})
+	if err != nil {
+		return release.Source{}, nil, err
+	}
+	vals, err := c.values.MergeValues(getter.All(settings))
+	if err != nil {
+		return release.Source{}, nil, fmt.Errorf("reading values: %w", err)
+	}
+	return release.Source{Ref: ref, Chart: ch}, vals, nil
+}
+
+// registryClient builds an OCI registry client as the helm CLI does.
+func (c *chartFlags) registryClient(settings *cli.EnvSettings, stderr io.Writer) (*registry.Client, error) {
+	opts := []registry.ClientOption{
+		registry.ClientOptDebug(settings.Debug),
+		registry.ClientOptEnableCache(true),
+		registry.ClientOptWriter(stderr),
+		registry.ClientOptCredentialsFile(settings.RegistryConfig),
+	}
+	if c.path.Username != "" || c.path.Password != "" {
+		opts = append(opts, registry.ClientOptBasicAuth(c.path.Username, c.path.Password))
+	}
+	if c.path.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	if c.path.CertFile != "" || c.path.CaFile != "" || c.path.InsecureSkipTLSverify {
+		tc, err := tlsConfig(c.path.CertFile, c.path.KeyFile, c.path.CaFile, c.path.InsecureSkipTLSverify)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
+			Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment},
+		}))
+	}
+	rc, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the OCI registry client: %w", err)
+	}
+	return rc, nil
+}
+
+func tlsConfig(certFile, keyFile, caFile string, insecure bool) (*tls.Config, error) {
+	tc := &tls.Config{InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // the user asked for it
+	if certFile != "" && keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading client certificate %s: %w", certFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading CA bundle: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA bundle %s holds no certificate", caFile)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+// injectorFlag is one --injector or --inject occurrence; both flags append
+// to one list so the injectors run in the order they were given.
+type injectorFlag struct {
+	raw  bool // --inject (a command line) rather than --injector (a spec)
+	text string
+}
+
+type injectorList struct {
+	items *[]injectorFlag
+	raw   bool
+}
+
+func (l injectorList) String() string { return "" }
+func (l injectorList) Type() string   { return "stringArray" }
+func (l injectorList) Set(s string) error {
+	*l.items = append(*l.items, injectorFlag{raw: l.raw, text: s})
+	return nil
+}
+
+// injectFlags declare the injectors of a release.
+type injectFlags struct {
+	items     []injectorFlag
+	timeout   time.Duration
+	skipHooks bool
+	skipTests bool
+}
+
+func (i *injectFlags) add(f *pflag.FlagSet) {
+	f.Var(injectorList{&i.items, false}, "injector", "an injector in helm-x form, e.g. \"istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml\" (repeatable; runs in order)")
+	f.Var(injectorList{&i.items, true}, "inject", "an injector command line, e.g. \"my-injector --label 'a b' FILE\"; without FILE it reads stdin and writes stdout (repeatable; runs in order)")
+	f.DurationVar(&i.timeout, "injector-timeout", inject.DefaultTimeout, "kill an injector that runs longer than this")
+	f.BoolVar(&i.skipHooks, "skip-inject-hooks", false, "do not give hook resources (pre-install jobs, test pods, ...) to the injectors")
+	f.BoolVar(&i.skipTests, "skip-inject-tests", false, "do not give `helm test` hooks to the injectors")
+}
+
+// pipeline parses every injector before anything runs.
+func (i *injectFlags) pipeline() (*inject.Pipeline, error) {
+	p := &inject.Pipeline{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests}
+	for _, it := range i.items {
+		var c *inject.Command
+		var err error
+		if it.raw {
+			c, err = inject.ParseCommand(it.text)
+		} else {
+			c, err = inject.ParseSpec(it.text)
+		}
+		if err != nil {
+			flag := "--injector"
+			if it.raw {
+				flag = "--inject"
+			}
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		p.Injectors = append(p.Injectors, c)
+	}
+	return p, nil
+}
+
+// splitComma splits a comma-separated flag value, dropping empty parts.
+func splitComma(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

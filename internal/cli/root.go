@@ -1,0 +1,67 @@
+// Package cli parses helm-inject's command line into the option structs of
+// the chartify, inject and release packages and runs them. It holds no logic
+// of its own beyond flag parsing and output formatting.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/cli"
+)
+
+const rootLong = `helm-inject renders a Helm chart, injects sidecars into every rendered
+manifest with the injectors you declare, and installs the result as an
+ordinary Helm release, so helm list, status, get, history, rollback, test
+and uninstall keep working.
+
+No mutating webhook is involved: what is injected, and with which injector
+version, is recorded in the release itself.`
+
+// exitError carries a specific exit code (for example diff's
+// --detailed-exitcode) up to Run without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Run executes helm-inject with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	return 1
+}
+
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "helm-inject",
+		Short:         "Declarative, version-pinned sidecar injection for Helm releases",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.CompletionOptions.DisableDefaultCmd = true
+	settings := cli.New()
+	settings.AddFlags(root.PersistentFlags())
+	root.AddCommand(
+		newTemplateCommand(settings),
+		newApplyCommand(settings),
+		newUpgradeCommand(settings),
+		newVersionCommand(),
+	)
+	return root
+}

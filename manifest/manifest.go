@@ -1,0 +1,129 @@
+// Package manifest splits rendered Kubernetes manifests into documents and
+// reads each document's identity (apiVersion, kind, namespace, name), the key
+// by which helm-inject checks that an injector kept every resource.
+//
+// Splitting follows Helm's own rules (releaseutil.SplitManifests), so a
+// document split here is split the same way when Helm renders the temporary
+// chart.
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ID identifies a Kubernetes resource.
+type ID struct {
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+}
+
+// String is the form used in error messages: "apps/v1 Deployment ns/name"
+// (or "apps/v1 Deployment name" when the namespace is unset).
+func (id ID) String() string {
+	name := id.Name
+	if id.Namespace != "" {
+		name = id.Namespace + "/" + id.Name
+	}
+	return id.APIVersion + " " + id.Kind + " " + name
+}
+
+// Document is one rendered resource.
+type Document struct {
+	// Source is the chart template that produced the document, as Helm names
+	// it in "# Source:" comments (for example "webapp/templates/web.yaml").
+	Source string
+	// Content is the YAML text without leading or trailing white space.
+	Content string
+	// ID is read from Content.
+	ID ID
+	// Hook is the value of the helm.sh/hook annotation, empty for a plain
+	// manifest.
+	Hook string
+}
+
+// IsTestHook reports whether the document is a `helm test` hook.
+func (d Document) IsTestHook() bool {
+	for _, h := range strings.Split(d.Hook, ",") {
+		if strings.TrimSpace(h) == "test" || strings.TrimSpace(h) == "test-success" {
+			return true
+		}
+	}
+	return false
+}
+
+// sep is Helm's document separator (pkg/releaseutil).
+var sep = regexp.MustCompile("(?:^|\\s*\n)---\\s*")
+
+// Split cuts a multi-document YAML stream into trimmed, non-empty documents,
+// in order, exactly as Helm does.
+func Split(stream string) []string {
+	var docs []string
+	for _, d := range sep.Split(strings.TrimSpace(stream), -1) {
+		if d = strings.TrimSpace(d); d != "" {
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+// Join writes documents back into one stream, each preceded by "---".
+func Join(docs []Document) string {
+	var b strings.Builder
+	for _, d := range docs {
+		b.Grow(len(d.Content) + 5)
+		b.WriteString("---\n")
+		b.WriteString(d.Content)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// head is the part of a resource that identifies it.
+type head struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name        string            `yaml:"name"`
+		Namespace   string            `yaml:"namespace"`
+		Annotations map[string]string `yaml:"annotations"`
+	} `yaml:"metadata"`
+}
+
+// ErrNotResource is returned by Parse for a document that is valid YAML but
+// not a Kubernetes resource.
+var ErrNotResource = errors.New("not a Kubernetes resource")
+
+// Parse reads a document's identity and hook annotation. content must hold a
+// single YAML document.
+func Parse(source, content string) (Document, error) {
+	var h head
+	dec := yaml.NewDecoder(strings.NewReader(content))
+	if err := dec.Decode(&h); err != nil {
+		return Document{}, fmt.Errorf("invalid YAML: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return Document{}, errors.New("invalid YAML: more than one document where one was expected")
+	}
+	switch {
+	case h.APIVersion == "":
+		return Document{}, fmt.Errorf("%w: apiVersion is missing", ErrNotResource)
+	case h.Kind == "":
+		return Document{}, fmt.Errorf("%w: kind is missing", ErrNotResource)
+	case h.Metadata.Name == "":
+		return Document{}, fmt.Errorf("%w: metadata.name is missing in %s %s", ErrNotResource, h.APIVersion, h.Kind)
+	}
+	return Document{
+		Source:  source,
+		Content: content,
+		ID:      ID{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name},
+		Hook:    h.Metadata.Annotations["helm.sh/hook"],
+	}, nil
+}

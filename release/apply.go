@@ -1,0 +1,242 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+)
+
+// Apply renders a chart, injects it, builds the temporary chart and installs
+// or upgrades the release with it: `helm upgrade --install` with injection.
+// Everything that can fail on user input (rendering, injectors, output
+// checks, the temporary chart) happens before the first write to the
+// cluster.
+type Apply struct {
+	cfg *action.Configuration
+
+	Namespace       string
+	CreateNamespace bool
+	// Install allows installing a release that does not exist yet
+	// (`upgrade --install`); apply always sets it.
+	Install      bool
+	Wait         bool
+	WaitForJobs  bool
+	Timeout      time.Duration
+	Atomic       bool
+	MaxHistory   int
+	Description  string
+	DryRun       bool
+	DisableHooks bool
+	SkipCRDs     bool
+	ValuesMode   ValuesMode
+	// SkipSchemaValidation skips values.schema.json, as Helm's flag does.
+	SkipSchemaValidation bool
+
+	// Pipeline holds the injectors.
+	Pipeline *inject.Pipeline
+	// InjectDir is the working directory of injector commands.
+	InjectDir string
+	// KeepChart, when set, also writes the temporary chart to this folder.
+	KeepChart string
+}
+
+// NewApply returns an Apply bound to a Helm configuration.
+func NewApply(cfg *action.Configuration) *Apply {
+	return &Apply{cfg: cfg, Install: true, Timeout: 5 * time.Minute, Pipeline: &inject.Pipeline{}}
+}
+
+// Source is the chart to apply: what the user named, and its loaded form.
+type Source struct {
+	Ref   string
+	Chart *chart.Chart
+}
+
+// Result is what Apply did.
+type Result struct {
+	Release *release.Release
+	// Installed is true for a first install, false for an upgrade.
+	Installed bool
+}
+
+// Run applies src as release name with the user's values vals.
+func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[string]any) (*Result, error) {
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return nil, fmt.Errorf("release name %q: %w", name, err)
+	}
+	current, last, err := a.history(name)
+	if err != nil {
+		return nil, err
+	}
+	if current == nil && !a.Install {
+		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
+	}
+
+	tc, err := a.prepare(ctx, name, src, vals, current, last)
+	if err != nil {
+		return nil, err
+	}
+
+	if current == nil {
+		inst := action.NewInstall(a.cfg)
+		inst.ReleaseName = name
+		inst.Namespace = a.Namespace
+		inst.CreateNamespace = a.CreateNamespace
+		inst.Wait, inst.WaitForJobs, inst.Timeout, inst.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
+		inst.Description = a.Description
+		inst.DryRun = a.DryRun
+		inst.DisableHooks = a.DisableHooks
+		inst.SkipCRDs = a.SkipCRDs
+		inst.SkipSchemaValidation = true // checked against the source chart
+		// A release whose history holds only uninstalled revisions (kept
+		// with --keep-history) is replaced, as `helm upgrade --install` does.
+		inst.Replace = last != nil
+		a.cfg.Releases.MaxHistory = a.MaxHistory
+		rel, err := inst.RunWithContext(ctx, tc, vals)
+		if err != nil {
+			return &Result{Release: rel, Installed: true}, fmt.Errorf("release %q: install: %w", name, err)
+		}
+		return &Result{Release: rel, Installed: true}, nil
+	}
+
+	up := action.NewUpgrade(a.cfg)
+	up.Namespace = a.Namespace
+	up.Wait, up.WaitForJobs, up.Timeout, up.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
+	up.MaxHistory = a.MaxHistory
+	up.Description = a.Description
+	up.DryRun = a.DryRun
+	up.DisableHooks = a.DisableHooks
+	up.SkipCRDs = a.SkipCRDs
+	up.SkipSchemaValidation = true
+	switch a.ValuesMode {
+	case ValuesReset:
+		up.ResetValues = true
+	case ValuesReuse:
+		up.ReuseValues = true
+	case ValuesResetThenReuse:
+		up.ResetThenReuseValues = true
+	}
+	rel, err := up.RunWithContext(ctx, name, tc, vals)
+	if err != nil {
+		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade: %w", name, err)
+	}
+	return &Result{Release: rel}, nil
+}
+
+// history returns the revision an upgrade builds on (nil when the release
+// must be installed) and the latest revision of any status.
+func (a *Apply) history(name string) (current, last *release.Release, err error) {
+	last, err = a.cfg.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: reading its history: %w", name, err)
+	}
+	if last.Info.Status == release.StatusUninstalled {
+		return nil, last, nil
+	}
+	if last.Info.Status.IsPending() {
+		return nil, nil, fmt.Errorf("release %q: another operation (install/upgrade/rollback) is in progress (revision %d is %s)", name, last.Version, last.Info.Status)
+	}
+	current = last
+	if last.Info.Status != release.StatusDeployed {
+		if dep, err := a.cfg.Releases.Deployed(name); err == nil {
+			current = dep
+		}
+	}
+	return current, last, nil
+}
+
+// prepare renders, injects and builds the temporary chart: every step that
+// can reject user input, and none that writes to the cluster.
+func (a *Apply) prepare(ctx context.Context, name string, src Source, vals map[string]any, current, last *release.Release) (*chart.Chart, error) {
+	dc, err := a.cfg.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	caps, err := chartify.ClusterCapabilities(dc)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	restConfig, err := a.cfg.RESTClientGetter.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	opts := chartify.RenderOptions{
+		ReleaseName:  name,
+		Namespace:    a.Namespace,
+		Revision:     1,
+		Capabilities: caps,
+		RESTConfig:   restConfig,
+	}
+	renderVals := vals
+	if last != nil {
+		opts.Revision = last.Version + 1
+	}
+	if current != nil {
+		opts.IsUpgrade = true
+		opts.Namespace = current.Namespace
+		if renderVals, err = upgradeValues(a.ValuesMode, src.Chart, current, vals); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
+	opts.SkipSchemaValidation = a.SkipSchemaValidation
+	return BuildChart(ctx, name, src, renderVals, opts, a.Pipeline, a.InjectDir, a.KeepChart)
+}
+
+// BuildChart is the pipeline shared by apply, template and diff: render the
+// source chart, run the injectors, and return the temporary chart as loaded
+// back from disk. The on-disk copy lives in a private temporary folder that
+// is removed before BuildChart returns; keepDir, when set, receives a copy.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, injectDir, keepDir string) (*chart.Chart, error) {
+	rendered, err := chartify.Render(src.Chart, vals, opts)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
+	}
+	if p == nil {
+		p = &inject.Pipeline{}
+	}
+	docs, err := p.Run(ctx, rendered.Documents, inject.Env{
+		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	records := make([]chartify.InjectorRecord, 0, len(p.Injectors))
+	for _, inj := range p.Injectors {
+		records = append(records, chartify.InjectorRecord{Name: inj.Name()})
+	}
+	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: src.Ref, Injectors: records})
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	dir, err := os.MkdirTemp("", "helm-inject-chart-")
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := chartify.WriteChart(tc, dir); err != nil {
+		return nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
+	}
+	if keepDir != "" {
+		if err := chartify.WriteChart(tc, keepDir); err != nil {
+			return nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, keepDir, err)
+		}
+	}
+	loaded, err := chartify.LoadWritten(dir)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	return loaded, nil
+}

@@ -1,0 +1,157 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// Template renders and injects a chart without a cluster, like `helm
+// template`, and returns what Apply would install: the temporary chart
+// rendered again, so template output and `helm get manifest` agree.
+type Template struct {
+	Namespace   string
+	KubeVersion string
+	APIVersions []string
+	IsUpgrade   bool
+	// SkipSchemaValidation skips values.schema.json.
+	SkipSchemaValidation bool
+
+	Pipeline  *inject.Pipeline
+	InjectDir string
+	KeepChart string
+}
+
+// Run renders src as release name with the user's values.
+func (t *Template) Run(ctx context.Context, name string, src Source, vals map[string]any) (*chartify.Rendered, error) {
+	opts := chartify.RenderOptions{
+		ReleaseName:          name,
+		Namespace:            t.Namespace,
+		Revision:             1,
+		IsUpgrade:            t.IsUpgrade,
+		Capabilities:         chartify.OfflineCapabilities(t.KubeVersion, t.APIVersions),
+		SkipSchemaValidation: t.SkipSchemaValidation,
+	}
+	tc, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, t.InjectDir, t.KeepChart)
+	if err != nil {
+		return nil, err
+	}
+	opts.SkipSchemaValidation = true
+	r, err := chartify.Render(tc, vals, opts)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
+	}
+	return r, nil
+}
+
+// PrintOptions select what WriteManifests prints, with `helm template`'s
+// flags.
+type PrintOptions struct {
+	IncludeCRDs  bool
+	DisableHooks bool
+	SkipTests    bool
+	// ShowOnly keeps only documents whose source matches one of these
+	// template paths or globs (relative to the chart, as in
+	// "templates/web.yaml").
+	ShowOnly []string
+}
+
+// WriteManifests prints r as `helm template` does: CRDs (when asked), the
+// manifests in install order, then the hooks, each preceded by "---" and a
+// "# Source:" comment.
+func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
+	docs, err := selectDocs(r, o)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if _, err := fmt.Fprintf(w, "---\n# Source: %s\n%s\n", d.Source, d.Content); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteManifestsToDir writes each document into dir/<source path>, as
+// `helm template --output-dir` does (several documents from one template
+// share its file).
+func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error {
+	docs, err := selectDocs(r, o)
+	if err != nil {
+		return err
+	}
+	written := map[string]bool{}
+	for _, d := range docs {
+		rel := filepath.FromSlash(d.Source)
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("document source %q would escape %s", d.Source, dir)
+		}
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if written[p] {
+			flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		f, err := os.OpenFile(p, flag, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(f, "---\n# Source: %s\n%s\n", d.Source, d.Content)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		written[p] = true
+	}
+	return nil
+}
+
+func selectDocs(r *chartify.Rendered, o PrintOptions) ([]manifest.Document, error) {
+	var docs []manifest.Document
+	if o.IncludeCRDs {
+		for _, crd := range r.Chart.CRDObjects() {
+			docs = append(docs, manifest.Document{Source: filepath.ToSlash(crd.Filename), Content: strings.TrimRight(string(crd.File.Data), "\n")})
+		}
+	}
+	for _, d := range r.Documents {
+		if d.Hook != "" && (o.DisableHooks || (o.SkipTests && d.IsTestHook())) {
+			continue
+		}
+		docs = append(docs, d)
+	}
+	if len(o.ShowOnly) == 0 {
+		return docs, nil
+	}
+	prefix := r.Chart.Name() + "/"
+	var kept []manifest.Document
+	matched := make([]bool, len(o.ShowOnly))
+	for _, d := range docs {
+		rel := strings.TrimPrefix(d.Source, prefix)
+		for i, pattern := range o.ShowOnly {
+			pattern = path.Clean(filepath.ToSlash(pattern))
+			if ok, _ := path.Match(pattern, rel); ok || pattern == d.Source {
+				kept = append(kept, d)
+				matched[i] = true
+				break
+			}
+		}
+	}
+	for i, m := range matched {
+		if !m {
+			return nil, fmt.Errorf("could not find template %s in chart", o.ShowOnly[i])
+		}
+	}
+	return kept, nil
+}
