@@ -21,6 +21,12 @@ func Escape(s string) string {
 			i++
 			continue
 		}
+		// A lone "{" just before an escaped "}}" would join the action's
+		// opening delimiter into "{{{"; print it through an action too.
+		if s[i] == '{' && strings.HasPrefix(s[i+1:], "}}") {
+			b.WriteString(`{{"{"}}`)
+			continue
+		}
 		b.WriteByte(s[i])
 	}
 	return b.String()

@@ -3,7 +3,6 @@ package chartify
 import (
 	"fmt"
 	"path"
-	"runtime/debug"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -127,15 +126,11 @@ func parseRendered(source, content string) (manifest.Document, error) {
 // OfflineCapabilities are the capabilities of `helm template`: Helm's
 // defaults, optionally with another Kubernetes version (--kube-version) and
 // extra API versions (--api-versions).
-//
-// Helm's default Kubernetes version is set by ldflags in Helm's own build and
-// is v1.20 in any other; helm-inject uses the version of the Kubernetes
-// client library it is built with instead, which is what the helm CLI of the
-// same release reports.
+// Without --kube-version the Kubernetes version is defaultKubeVersion.
 func OfflineCapabilities(kubeVersion string, apiVersions []string) *chartutil.Capabilities {
 	caps := chartutil.DefaultCapabilities.Copy()
 	if kubeVersion == "" {
-		kubeVersion = clientKubeVersion()
+		kubeVersion = defaultKubeVersion
 	}
 	if kubeVersion != "" {
 		if kv, err := chartutil.ParseKubeVersion(kubeVersion); err == nil {
@@ -167,24 +162,8 @@ func ClusterCapabilities(dc discovery.DiscoveryInterface) (*chartutil.Capabiliti
 	}, nil
 }
 
-// clientKubeVersion maps the linked k8s.io/client-go v0.N.x to "v1.N.0".
-func clientKubeVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	for _, dep := range bi.Deps {
-		if dep.Path != "k8s.io/client-go" {
-			continue
-		}
-		v := dep.Version
-		if dep.Replace != nil {
-			v = dep.Replace.Version
-		}
-		parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-		if len(parts) >= 2 && parts[0] == "0" {
-			return "v1." + parts[1] + ".0"
-		}
-	}
-	return ""
-}
+// defaultKubeVersion is the Kubernetes version of the client libraries
+// helm-inject is built with (k8s.io/client-go v0.37.x); a test keeps it in
+// step with go.mod. Helm's own default is set by ldflags in Helm's build and
+// is v1.20 in any other build, too old for many charts' kubeVersion.
+const defaultKubeVersion = "v1.37.0"

@@ -1,0 +1,256 @@
+package chartify
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+const webapp = "../fixtures/charts/webapp"
+
+func renderWebapp(t *testing.T, vals map[string]any) *Rendered {
+	t.Helper()
+	ch, kind, err := Load(webapp, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind != SourceChart {
+		t.Fatalf("kind = %s, want chart", kind)
+	}
+	r, err := Render(ch, vals, RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRenderUsesReleaseFacts(t *testing.T) {
+	r := renderWebapp(t, map[string]any{"greeting": "hi"})
+	var cm string
+	for _, d := range r.Documents {
+		if d.ID.Kind == "ConfigMap" {
+			cm = d.Content
+		}
+	}
+	for _, want := range []string{`revision: "3"`, `isUpgrade: "true"`, `greeting: "hi"`, `lookedUpOwner: "none"`} {
+		if !strings.Contains(cm, want) {
+			t.Errorf("ConfigMap lacks %s:\n%s", want, cm)
+		}
+	}
+	if !strings.Contains(r.Notes, "installed as shop in prod") {
+		t.Errorf("notes = %q", r.Notes)
+	}
+	// Hooks come after the manifests, and keep their annotation.
+	last := r.Documents[len(r.Documents)-1]
+	if last.Hook == "" {
+		t.Errorf("last document %s is not a hook; hooks must follow manifests", last.ID)
+	}
+}
+
+// TestTempChartReproducesDocuments is the core promise of the temporary
+// chart: rendering it gives back the injected documents byte for byte, with
+// the same sources, the same notes and every CRD once.
+func TestTempChartReproducesDocuments(t *testing.T) {
+	r := renderWebapp(t, nil)
+	// Pretend an injector rewrote every document, with template delimiters.
+	injected := make([]manifest.Document, len(r.Documents))
+	for i, d := range r.Documents {
+		d.Content += "\n# injected {{ not a template }} }}{{"
+		injected[i] = d
+	}
+	tc, err := BuildTempChart(r, injected, TempChartOptions{Source: webapp, Injectors: []InjectorRecord{{Name: "x f=FILE"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteChart(tc, dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadWritten(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Render(loaded, nil, RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Subchart templates move into the flat chart's templates/charts/.
+	want := make([]manifest.Document, len(injected))
+	for i, d := range injected {
+		flat, err := flatten("webapp", d.Source, "templates")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Source = "webapp/" + flat
+		want[i] = d
+	}
+	if want[5].Source != "webapp/templates/charts/cache/deployment.yaml" {
+		t.Fatalf("unexpected fixture order: document 5 comes from %s", want[5].Source)
+	}
+	if diff := cmp.Diff(want, again.Documents); diff != "" {
+		t.Errorf("temporary chart renders differently (-injected +rendered):\n%s", diff)
+	}
+	if again.Notes != r.Notes {
+		t.Errorf("notes = %q, want %q", again.Notes, r.Notes)
+	}
+
+	md := loaded.Metadata
+	if md.Name != "webapp" || md.Version != "1.4.2" || md.AppVersion != "2.7.0" || md.KubeVersion != ">=1.25.0-0" || len(md.Dependencies) != 0 {
+		t.Errorf("metadata = %+v, want the source chart's identity and no dependencies", md)
+	}
+	if md.Annotations[AnnotationSource] != webapp || md.Annotations[AnnotationInjectors] != `[{"name":"x f=FILE"}]` {
+		t.Errorf("annotations = %v", md.Annotations)
+	}
+	var crds []string
+	for _, c := range loaded.CRDObjects() {
+		crds = append(crds, c.Name)
+	}
+	if diff := cmp.Diff([]string{"crds/charts/cache/caches.yaml", "crds/widgets.yaml"}, crds); diff != "" {
+		t.Errorf("CRD files (-want +got):\n%s", diff)
+	}
+	if loaded.Values["image"] != "registry.example/webapp:2.7.0" {
+		t.Errorf("values.yaml is not the source chart's defaults: %v", loaded.Values)
+	}
+}
+
+func TestWriteChartIsPrivate(t *testing.T) {
+	r := renderWebapp(t, nil)
+	tc, err := BuildTempChart(r, r.Documents, TempChartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "chart")
+	if err := WriteChart(tc, dir); err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if fi.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFlatten(t *testing.T) {
+	tests := []struct {
+		source, dir, want, err string
+	}{
+		{"webapp/templates/web.yaml", "templates", "templates/web.yaml", ""},
+		{"webapp/templates/tests/t.yaml", "templates", "templates/tests/t.yaml", ""},
+		{"webapp/charts/cache/templates/d.yaml", "templates", "templates/charts/cache/d.yaml", ""},
+		{"webapp/charts/a/charts/b/templates/d.yaml", "templates", "templates/charts/a/charts/b/d.yaml", ""},
+		{"webapp/charts/cache/crds/c.yaml", "crds", "crds/charts/cache/c.yaml", ""},
+		{"webapp/templates/_underscore.yaml", "templates", "templates/u_underscore.yaml", ""},
+		{"webapp/templates/config.txt", "templates", "templates/config.txt.yaml", ""},
+		{"other/templates/web.yaml", "templates", "", "outside chart"},
+		{"webapp/templates/../../etc/passwd", "templates", "", "safe path"},
+		{"webapp/../x.yaml", "templates", "", "safe path"},
+	}
+	for _, tt := range tests {
+		got, err := flatten("webapp", tt.source, tt.dir)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("flatten(%q) = %q, %v; want error %q", tt.source, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("flatten(%q) = %q, %v; want %q", tt.source, got, err, tt.want)
+		}
+	}
+}
+
+func TestLoadSources(t *testing.T) {
+	pkgDir := t.TempDir()
+	ch, err := loader.Load(webapp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := chartutil.Save(ch, pkgDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ref       string
+		kind      SourceKind
+		name      string
+		wantKinds []string
+		wantText  string
+	}{
+		{webapp, SourceChart, "webapp", nil, "kind: DaemonSet"},
+		{tgz, SourceChart, "webapp", nil, "kind: DaemonSet"},
+		{"../fixtures/manifests/plain", SourceManifests, "plain", []string{"ConfigMap", "Service", "Deployment"}, `motd: "Hello {{ .User }}"`},
+		{"../fixtures/kustomize/overlay", SourceKustomize, "overlay", []string{"ConfigMap", "Deployment"}, "name: staging-api"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind)+" "+filepath.Base(tt.ref), func(t *testing.T) {
+			ch, kind, err := Load(tt.ref, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kind != tt.kind || ch.Name() != tt.name {
+				t.Fatalf("Load(%s) = %s chart %s, want %s chart %s", tt.ref, kind, ch.Name(), tt.kind, tt.name)
+			}
+			r, err := Render(ch, nil, RenderOptions{ReleaseName: "r", Namespace: "ns"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			var all strings.Builder
+			for _, d := range r.Documents {
+				kinds = append(kinds, d.ID.Kind)
+				all.WriteString(d.Content + "\n")
+			}
+			if tt.wantKinds != nil {
+				if diff := cmp.Diff(tt.wantKinds, kinds); diff != "" {
+					t.Errorf("kinds in install order (-want +got):\n%s", diff)
+				}
+			}
+			if !strings.Contains(all.String(), tt.wantText) {
+				t.Errorf("rendered output lacks %q:\n%s", tt.wantText, all.String())
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	empty := t.TempDir()
+	tests := []struct{ ref, want string }{
+		{empty, "neither a chart (no Chart.yaml), a kustomization nor a folder of .yaml manifests"},
+		{"../fixtures/does-not-exist", "does-not-exist"},
+	}
+	for _, tt := range tests {
+		_, _, err := Load(tt.ref, LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Load(%s) error = %v, want %q", tt.ref, err, tt.want)
+		}
+	}
+}
+
+func TestDefaultKubeVersionFollowsGoMod(t *testing.T) {
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minor := strings.TrimSuffix(strings.TrimPrefix(defaultKubeVersion, "v1."), ".0")
+	if !strings.Contains(string(gomod), "k8s.io/client-go v0."+minor+".") {
+		t.Errorf("defaultKubeVersion %s does not match the k8s.io/client-go version in go.mod", defaultKubeVersion)
+	}
+}

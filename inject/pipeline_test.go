@@ -1,0 +1,172 @@
+package inject
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// script writes an executable shell script and returns its path.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "injector.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func docs(t *testing.T, yamls ...string) []manifest.Document {
+	t.Helper()
+	var out []manifest.Document
+	for i, y := range yamls {
+		d, err := manifest.Parse("chart/templates/t"+strconv.Itoa(i)+".yaml", y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+const (
+	deployA = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a"
+	podB    = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n  annotations:\n    helm.sh/hook: test"
+	cmC     = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: ns"
+)
+
+func mustCommand(t *testing.T, line string) *Command {
+	t.Helper()
+	c, err := ParseCommand(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestPipelineRunsEachInjectorOncePerRelease(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "count")
+	// The first injector reads FILE, the second stdin; both append a line
+	// per run and add an annotation so the order of the chain shows.
+	first := script(t, `echo run >> "`+count+`"; sed 's/^  name: \(.*\)/  name: \1\n  labels: {first: "yes"}/' "$1"`)
+	second := script(t, `echo run >> "`+count+`"; [ "$HELM_INJECT_RELEASE" = rel ] && [ "$HELM_INJECT_NAMESPACE" = ns ] && [ "$HELM_INJECT_CHART" = chart ] || exit 7; cat`)
+	p := &Pipeline{Injectors: []Injector{mustCommand(t, first+" FILE"), mustCommand(t, second)}}
+	in := docs(t, deployA, podB, cmC)
+	out, err := p.Run(t.Context(), in, Env{Release: "rel", Namespace: "ns", Chart: "chart"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := os.ReadFile(count)
+	if got := strings.Count(string(runs), "run"); got != 2 {
+		t.Errorf("injectors ran %d times for 3 documents, want 2 (once each)", got)
+	}
+	for i, d := range out {
+		if d.Source != in[i].Source || d.ID != in[i].ID {
+			t.Errorf("document %d is %s from %s, want %s from %s", i, d.ID, d.Source, in[i].ID, in[i].Source)
+		}
+		if !strings.Contains(d.Content, `first: "yes"`) {
+			t.Errorf("document %d was not injected:\n%s", i, d.Content)
+		}
+	}
+}
+
+func TestPipelineSkipsHooksAndTestsWhenAsked(t *testing.T) {
+	inj := mustCommand(t, script(t, `sed 's/^kind: \(.*\)/kind: \1\n# injected/'`))
+	in := docs(t, deployA, podB)
+	for _, p := range []*Pipeline{
+		{Injectors: []Injector{inj}, SkipTests: true},
+		{Injectors: []Injector{inj}, SkipHooks: true},
+	} {
+		out, err := p.Run(t.Context(), in, Env{Release: "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out[0].Content, "# injected") {
+			t.Errorf("the deployment was not injected")
+		}
+		if out[1].Content != in[1].Content {
+			t.Errorf("the test hook was injected although skipped:\n%s", out[1].Content)
+		}
+	}
+}
+
+func TestPipelineErrors(t *testing.T) {
+	in := docs(t, deployA, podB, cmC)
+	tests := []struct {
+		name    string
+		command string
+		want    string
+	}{
+		{"not found", "no-such-injector-anywhere FILE", `command "no-such-injector-anywhere" not found in PATH`},
+		{"exit status with stderr", script(t, "echo 'mesh config missing' >&2; exit 3"), "exited with status 3; its stderr:\nmesh config missing"},
+		{"killed by a signal", script(t, "kill -9 $$"), "killed by signal killed"},
+		{"invalid YAML", script(t, "printf 'apiVersion: v1\\nkind: [x\\n'"), "output document 1 of 1: invalid YAML"},
+		{"prints nothing", script(t, "cat > /dev/null"), "dropped or renamed apps/v1 Deployment a, v1 Pod b, v1 ConfigMap ns/c"},
+		{"drops resources", script(t, `head -n 5 "$1"`) + " FILE", "dropped or renamed v1 Pod b, v1 ConfigMap ns/c"},
+		{"renames a resource", script(t, "sed 's/name: a$/name: z/'"), "dropped or renamed apps/v1 Deployment a; added apps/v1 Deployment z"},
+		{"moves a resource", script(t, "sed 's/namespace: ns/namespace: other/'"), "dropped or renamed v1 ConfigMap ns/c; added v1 ConfigMap other/c"},
+		{"changes a kind", script(t, "sed 's/kind: ConfigMap/kind: Secret/'"), "added v1 Secret ns/c"},
+		{"merges two documents", script(t, "grep -v -- '---'"), "invalid YAML"},
+		{"turns a hook into a manifest", script(t, "grep -v 'helm.sh/hook' | sed 's/  annotations://'"), `changed the helm.sh/hook annotation of v1 Pod b from "test" to ""`},
+		{"adds a resource", script(t, "cat; printf -- '---\\napiVersion: v1\\nkind: Secret\\nmetadata:\\n  name: extra\\n'"), "added v1 Secret extra"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Pipeline{Injectors: []Injector{mustCommand(t, tt.command)}}
+			_, err := p.Run(t.Context(), in, Env{Release: "shop", Namespace: "ns"})
+			var ie *Error
+			if !errors.As(err, &ie) {
+				t.Fatalf("error = %v, want an *inject.Error", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, `release "shop": injector "`+tt.command+`": `) || !strings.Contains(msg, tt.want) {
+				t.Errorf("error =\n%s\nwant it to name release and injector and contain\n%s", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestPipelineTimeoutKillsTheInjectorAndItsChildren(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	// The child (sleep) would hold the output pipe open after its parent
+	// shell died if only the shell were killed.
+	inj := mustCommand(t, script(t, `sleep 300 & echo $! > "`+pidFile+`"; wait`))
+	p := &Pipeline{Injectors: []Injector{inj}, Timeout: 300 * time.Millisecond}
+	_, err := p.Run(t.Context(), docs(t, deployA), Env{Release: "shop"})
+	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms (--injector-timeout)") {
+		t.Fatalf("error = %v, want a timeout naming --injector-timeout", err)
+	}
+	b, rerr := os.ReadFile(pidFile)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// Signal 0 checks existence; a killed child is gone (or a zombie reaped
+	// by init), never still sleeping in our process group.
+	if err := syscall.Kill(pid, 0); err == nil {
+		if stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); !strings.Contains(string(stat), ") Z ") {
+			t.Errorf("the injector's child %d is still running after the timeout", pid)
+		}
+	}
+}
+
+func TestPipelineRemovesItsTemporaryFolder(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for _, line := range []string{script(t, "cat \"$1\"") + " FILE", script(t, "exit 1") + " FILE"} {
+		p := &Pipeline{Injectors: []Injector{mustCommand(t, line)}}
+		_, _ = p.Run(context.Background(), docs(t, deployA), Env{Release: "r"})
+		left, _ := os.ReadDir(tmp)
+		if len(left) != 0 {
+			t.Errorf("after %q, %s still holds %v", line, tmp, left[0].Name())
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package inject
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseSpec(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		want []string
+	}{
+		{"seed form: words then one k=v list",
+			"istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml",
+			[]string{"istioctl", "kube-inject", "-f", "FILE", "--injectConfigFile", "inject-config.yaml"}},
+		{"helm-x comma form",
+			"istioctl kube-inject,f=FILE,injectConfigFile=inject-config.yaml",
+			[]string{"istioctl", "kube-inject", "-f", "FILE", "--injectConfigFile", "inject-config.yaml"}},
+		{"fully comma separated",
+			"istioctl,kube-inject,f=FILE",
+			[]string{"istioctl", "kube-inject", "-f", "FILE"}},
+		{"linkerd: bare tokens pass as they are",
+			"linkerd inject,--manual,FILE",
+			[]string{"linkerd", "inject", "--manual", "FILE"}},
+		{"a dash token keeps its '='",
+			"tool --revision=default,FILE",
+			[]string{"tool", "--revision=default", "FILE"}},
+		{"quoted value keeps its space",
+			"my-injector label='a b',FILE",
+			[]string{"my-injector", "--label", "a b", "FILE"}},
+		{"empty value",
+			"tool k=,FILE",
+			[]string{"tool", "-k", "", "FILE"}},
+		{"shell metacharacters are plain text inside quotes",
+			`tool "x=$(touch /tmp/pwned)"`,
+			[]string{"tool", "-x", "$(touch /tmp/pwned)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseSpec(tt.spec)
+			if err != nil {
+				t.Fatalf("ParseSpec(%q): %v", tt.spec, err)
+			}
+			if diff := cmp.Diff(tt.want, c.Argv); diff != "" {
+				t.Errorf("ParseSpec(%q) argv (-want +got):\n%s", tt.spec, diff)
+			}
+			if c.Name() != tt.spec {
+				t.Errorf("Name() = %q, want the spec as written", c.Name())
+			}
+		})
+	}
+}
+
+func TestParseSpecErrors(t *testing.T) {
+	tests := []struct {
+		spec, want string
+	}{
+		{"", "empty injector command"},
+		{"   ", "empty injector command"},
+		{"istioctl 'kube-inject", "unbalanced quotes"},
+		{"tool k=v=w", "more than one '='"},
+		{"tool =v", "no key before '='"},
+		{"tool a,,b", "empty element between commas"},
+		{"tool a, b", "empty element between commas"},
+		{"tool FILE; rm -rf /", "shell operator \";\""},
+		{"tool FILE | tee x", "shell operator \"|\""},
+		{"FILE x", "the command itself cannot be FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			_, err := ParseSpec(tt.spec)
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("ParseSpec(%q) error = %v, want a *SpecError", tt.spec, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.spec) {
+				t.Errorf("ParseSpec(%q) error = %q, want it to name the spec and say %q", tt.spec, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		line     string
+		want     []string
+		usesFile bool
+	}{
+		{"my-injector --label 'a b' FILE", []string{"my-injector", "--label", "a b", "FILE"}, true},
+		{"linkerd inject --manual -", []string{"linkerd", "inject", "--manual", "-"}, false},
+		{"tool --in=FILE", []string{"tool", "--in=FILE"}, true},
+		{"tool --profile PROFILE", []string{"tool", "--profile", "PROFILE"}, false},
+		{`tool "a,b=c"`, []string{"tool", "a,b=c"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			c, err := ParseCommand(tt.line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.Argv); diff != "" {
+				t.Errorf("argv (-want +got):\n%s", diff)
+			}
+			if c.usesFile != tt.usesFile {
+				t.Errorf("usesFile = %v, want %v", c.usesFile, tt.usesFile)
+			}
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/releaseutil"
+)
+
+// helmSplit is Helm's own splitter, in document order.
+func helmSplit(s string) []string {
+	m := releaseutil.SplitManifests(s)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		var a, b int
+		fmt.Sscanf(keys[i], "manifest-%d", &a)
+		fmt.Sscanf(keys[j], "manifest-%d", &b)
+		return a < b
+	})
+	var out []string
+	for _, k := range keys {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+var splitCases = []string{
+	"",
+	"---",
+	"a: 1",
+	"---\na: 1\n---\nb: 2\n",
+	"a: 1\n---\n\n---\nb: 2",
+	"a: |\n  ---\n  not a separator\n---\nb: 2",
+	"--- \na: 1\n---   \nb: 2",
+	"a: 1\n--- # comment\nb: 2",
+	"  \n\n---\n\n",
+}
+
+func TestSplitMatchesHelm(t *testing.T) {
+	for _, s := range splitCases {
+		if diff := cmp.Diff(helmSplit(s), Split(s)); diff != "" {
+			t.Errorf("Split(%q) differs from Helm (-helm +ours):\n%s", s, diff)
+		}
+	}
+}
+
+func FuzzSplit(f *testing.F) {
+	for _, s := range splitCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		docs := Split(s)
+		if diff := cmp.Diff(helmSplit(s), docs); diff != "" {
+			t.Fatalf("Split(%q) differs from Helm (-helm +ours):\n%s", s, diff)
+		}
+		for _, d := range docs {
+			// Parse must never panic, and what it accepts has an identity.
+			if doc, err := Parse("x", d); err == nil && (doc.ID.Kind == "" || doc.ID.Name == "" || doc.ID.APIVersion == "") {
+				t.Fatalf("Parse(%q) accepted a document without identity: %+v", d, doc.ID)
+			}
+		}
+	})
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     ID
+		hook     string
+		err      string
+	}{
+		{"namespaced", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns", ID{"v1", "ConfigMap", "ns", "a"}, "", ""},
+		{"hook", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test", ID{"v1", "Pod", "", "t"}, "test", ""},
+		{"comments first", "# Source: x\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s", ID{"v1", "Secret", "", "s"}, "", ""},
+		{"no kind", "apiVersion: v1\nmetadata:\n  name: a", ID{}, "", "kind is missing"},
+		{"no name", "apiVersion: v1\nkind: ConfigMap", ID{}, "", "metadata.name is missing"},
+		{"not YAML", "kind: [", ID{}, "", "invalid YAML"},
+		{"two documents merged", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\napiVersion: v1\nkind: B\nmetadata:\n  name: b", ID{}, "", "invalid YAML"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Parse("src", tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ID != tt.want || d.Hook != tt.hook || d.Source != "src" || d.Content != tt.in {
+				t.Errorf("Parse = %+v, want ID %+v hook %q", d, tt.want, tt.hook)
+			}
+		})
+	}
+	if _, err := Parse("src", "apiVersion: v1\nkind: A"); !errors.Is(err, ErrNotResource) {
+		t.Errorf("a document without a name should be ErrNotResource, got %v", err)
+	}
+}
+
+func TestIsTestHook(t *testing.T) {
+	for hook, want := range map[string]bool{"test": true, "pre-install,test": true, "test-success": true, "pre-install": false, "": false, "post-test": false} {
+		if got := (Document{Hook: hook}).IsTestHook(); got != want {
+			t.Errorf("IsTestHook(%q) = %v, want %v", hook, got, want)
+		}
+	}
+}

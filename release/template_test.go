@@ -1,0 +1,109 @@
+package release
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under fixtures/golden")
+
+// buildInjector compiles the fixture injector program.
+func buildInjector(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sidecar-injector")
+	cmd := exec.Command("go", "build", "-o", bin, "../fixtures/injectors/sidecar-injector")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the fixture injector: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "fixtures", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./release -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("output differs from %s (-want +got); if the change is intended, run go test ./release -update:\n%s", path, diff)
+	}
+}
+
+// TestTemplateGolden freezes what the external-injector pipeline prints for
+// the webapp fixture: every workload, hook and test pod with the sidecar.
+func TestTemplateGolden(t *testing.T) {
+	bin := buildInjector(t)
+	tests := []struct {
+		golden string
+		spec   string
+		print  PrintOptions
+	}{
+		{"webapp-injected.yaml", bin + " f=FILE,image=registry.example/log-shipper:1.0", PrintOptions{}},
+		{"webapp-injected-crds-no-tests.yaml", bin + ",f=FILE,image=registry.example/log-shipper:1.0", PrintOptions{IncludeCRDs: true, SkipTests: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			ch, _, err := chartify.Load("../fixtures/charts/webapp", chartify.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := inject.ParseSpec(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tpl := &Template{Namespace: "shop", Pipeline: &inject.Pipeline{Injectors: []inject.Injector{c}}}
+			r, err := tpl.Run(t.Context(), "demo", Source{Ref: "fixtures/charts/webapp", Chart: ch}, map[string]any{"greeting": "hej"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := WriteManifests(&out, r, tt.print); err != nil {
+				t.Fatal(err)
+			}
+			// The injector's path is machine-specific; it appears nowhere in
+			// the manifests, only in the chart annotations (not printed).
+			if strings.Contains(out.String(), bin) {
+				t.Fatalf("output mentions the injector path %s", bin)
+			}
+			golden(t, tt.golden, out.Bytes())
+		})
+	}
+}
+
+func TestTemplateShowOnly(t *testing.T) {
+	ch, _, err := chartify.Load("../fixtures/charts/webapp", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Namespace: "shop"}).Run(t.Context(), "demo", Source{Ref: "webapp", Chart: ch}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteManifests(&out, r, PrintOptions{ShowOnly: []string{"templates/statefulset.yaml"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "# Source: webapp/templates/statefulset.yaml"); got != 2 || strings.Count(out.String(), "# Source:") != 2 {
+		t.Errorf("--show-only templates/statefulset.yaml printed:\n%s", out.String())
+	}
+	err = WriteManifests(&out, r, PrintOptions{ShowOnly: []string{"templates/nope.yaml"}})
+	if err == nil || !strings.Contains(err.Error(), "could not find template templates/nope.yaml") {
+		t.Errorf("unknown --show-only template: error = %v", err)
+	}
+}
