@@ -161,6 +161,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	// Without it kube-apiserver exits: its endpoint reconciler refuses to
 	// publish a loopback address for the kubernetes Service.
 	api.Configure().Set("endpoint-reconciler-type", "none")
+	// envtest disables the ServiceAccount admission plugin because it runs
+	// no controllers. This environment does (with SimulatePods), and pods
+	// must look as they do on a real cluster: with a service account and its
+	// projected token volume (istio's injected volumes depend on it).
+	if opts.SimulatePods {
+		api.Configure().Disable("disable-admission-plugins")
+	}
 	if api.Out, err = logFile(e.Dir, "kube-apiserver"); err != nil {
 		return nil, err
 	}
@@ -202,7 +209,10 @@ func (e *Env) startSimulation(ctx context.Context) error {
 		args []string
 	}{
 		{"kube-controller-manager", []string{kc, "--leader-elect=false", "--secure-port=0",
-			"--controllers=*,-serviceaccount-token", "--concurrent-deployment-syncs=10",
+			// No node-lifecycle controller: kwok's node never sends kubelet
+			// heartbeats, and the node must not be marked NotReady and
+			// tainted half way through a test run.
+			"--controllers=*,-serviceaccount-token,-node-lifecycle-controller", "--concurrent-deployment-syncs=10",
 			"--concurrent-replicaset-syncs=10", "--concurrent-namespace-syncs=10"}},
 		{"kube-scheduler", []string{kc, "--leader-elect=false", "--secure-port=0"}},
 		{"kwok", []string{kc, "--config=" + stages, "--manage-all-nodes=false",
@@ -267,7 +277,7 @@ func (e *Env) createFakeNode(ctx context.Context) error {
 		for _, p := range e.procs {
 			select {
 			case <-p.done:
-				return false, fmt.Errorf("%s exited early (see %s)", p.name, filepath.Join(e.Dir, p.name+".log"))
+				return false, fmt.Errorf("%s exited early; the end of its log:\n%s", p.name, e.Logs(p.name, 15))
 			default:
 			}
 		}
@@ -284,6 +294,16 @@ func (e *Env) createFakeNode(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("testenv: waiting for kwok to mark node %s Ready: %w", FakeNodeName, err)
+	}
+	// The API server taints every new node not-ready; the node-lifecycle
+	// controller, which would lift it, is off (see startSimulation).
+	n, err := cs.CoreV1().Nodes().Get(ctx, FakeNodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	n.Spec.Taints = nil
+	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("testenv: removing the not-ready taint of %s: %w", FakeNodeName, err)
 	}
 	return nil
 }
