@@ -49,6 +49,8 @@ type Apply struct {
 	InjectDir string
 	// KeepChart, when set, also writes the temporary chart to this folder.
 	KeepChart string
+	// ForceUpgrade upgrades even when nothing changed.
+	ForceUpgrade bool
 }
 
 // NewApply returns an Apply bound to a Helm configuration.
@@ -67,24 +69,32 @@ type Result struct {
 	Release *release.Release
 	// Installed is true for a first install, false for an upgrade.
 	Installed bool
+	// Unchanged is true when the release already had exactly these
+	// manifests, hooks, notes, chart and values: no revision was made.
+	Unchanged bool
 }
 
 // Run applies src as release name with the user's values vals.
 func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[string]any) (*Result, error) {
-	if err := chartutil.ValidateReleaseName(name); err != nil {
-		return nil, fmt.Errorf("release name %q: %w", name, err)
-	}
-	current, last, err := a.history(name)
+	p, err := makePlan(ctx, a.cfg, name, src, vals, planOptions{
+		namespace: a.Namespace, valuesMode: a.ValuesMode, skipSchemaValidation: a.SkipSchemaValidation,
+		pipeline: a.Pipeline, injectDir: a.InjectDir, keepChart: a.KeepChart,
+	})
 	if err != nil {
 		return nil, err
 	}
+	current, last, tc := p.current, p.last, p.chart
 	if current == nil && !a.Install {
 		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
 	}
-
-	tc, err := a.prepare(ctx, name, src, vals, current, last)
-	if err != nil {
-		return nil, err
+	if current != nil && !a.ForceUpgrade && !a.DryRun && current.Info.Status == release.StatusDeployed {
+		same, err := unchanged(p, current, a.ValuesMode, vals)
+		if err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+		if same {
+			return &Result{Release: current, Unchanged: true}, nil
+		}
 	}
 
 	if current == nil {
@@ -135,8 +145,8 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 
 // history returns the revision an upgrade builds on (nil when the release
 // must be installed) and the latest revision of any status.
-func (a *Apply) history(name string) (current, last *release.Release, err error) {
-	last, err = a.cfg.Releases.Last(name)
+func history(cfg *action.Configuration, name string) (current, last *release.Release, err error) {
+	last, err = cfg.Releases.Last(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil, nil
 	}
@@ -151,17 +161,47 @@ func (a *Apply) history(name string) (current, last *release.Release, err error)
 	}
 	current = last
 	if last.Info.Status != release.StatusDeployed {
-		if dep, err := a.cfg.Releases.Deployed(name); err == nil {
+		if dep, err := cfg.Releases.Deployed(name); err == nil {
 			current = dep
 		}
 	}
 	return current, last, nil
 }
 
-// prepare renders, injects and builds the temporary chart: every step that
-// can reject user input, and none that writes to the cluster.
-func (a *Apply) prepare(ctx context.Context, name string, src Source, vals map[string]any, current, last *release.Release) (*chart.Chart, error) {
-	dc, err := a.cfg.RESTClientGetter.ToDiscoveryClient()
+// plan is what an apply would install, computed without writing anything.
+type plan struct {
+	// current is the revision an upgrade builds on; nil for an install.
+	current *release.Release
+	// last is the newest revision of any status; nil if there is none.
+	last *release.Release
+	// chart is the temporary chart.
+	chart *chart.Chart
+	// rendered is chart rendered with the release's facts: exactly the
+	// documents and notes the new revision will hold.
+	rendered *chartify.Rendered
+}
+
+// planOptions are the inputs of a plan that are not the chart and values.
+type planOptions struct {
+	namespace            string
+	valuesMode           ValuesMode
+	skipSchemaValidation bool
+	pipeline             *inject.Pipeline
+	injectDir, keepChart string
+}
+
+// makePlan reads the release history, renders, injects and builds the
+// temporary chart: every step that can reject user input, and none that
+// writes to the cluster.
+func makePlan(ctx context.Context, cfg *action.Configuration, name string, src Source, vals map[string]any, o planOptions) (*plan, error) {
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return nil, fmt.Errorf("release name %q: %w", name, err)
+	}
+	current, last, err := history(cfg, name)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
@@ -169,16 +209,17 @@ func (a *Apply) prepare(ctx context.Context, name string, src Source, vals map[s
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	restConfig, err := a.cfg.RESTClientGetter.ToRESTConfig()
+	restConfig, err := cfg.RESTClientGetter.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
 	opts := chartify.RenderOptions{
-		ReleaseName:  name,
-		Namespace:    a.Namespace,
-		Revision:     1,
-		Capabilities: caps,
-		RESTConfig:   restConfig,
+		ReleaseName:          name,
+		Namespace:            o.namespace,
+		Revision:             1,
+		Capabilities:         caps,
+		RESTConfig:           restConfig,
+		SkipSchemaValidation: o.skipSchemaValidation,
 	}
 	renderVals := vals
 	if last != nil {
@@ -187,12 +228,20 @@ func (a *Apply) prepare(ctx context.Context, name string, src Source, vals map[s
 	if current != nil {
 		opts.IsUpgrade = true
 		opts.Namespace = current.Namespace
-		if renderVals, err = upgradeValues(a.ValuesMode, src.Chart, current, vals); err != nil {
+		if renderVals, err = upgradeValues(o.valuesMode, src.Chart, current, vals); err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
-	opts.SkipSchemaValidation = a.SkipSchemaValidation
-	return BuildChart(ctx, name, src, renderVals, opts, a.Pipeline, a.InjectDir, a.KeepChart)
+	tc, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, o.injectDir, o.keepChart)
+	if err != nil {
+		return nil, err
+	}
+	opts.SkipSchemaValidation = true
+	rendered, err := chartify.Render(tc, renderVals, opts)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
+	}
+	return &plan{current: current, last: last, chart: tc, rendered: rendered}, nil
 }
 
 // BuildChart is the pipeline shared by apply, template and diff: render the

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -24,25 +23,26 @@ to the cluster.`
 
 // applyFlags are the flags of apply and upgrade.
 type applyFlags struct {
-	chart       chartFlags
-	injectors   injectFlags
-	injectDir   string
-	keepChart   string
-	install     bool
-	createNS    bool
-	wait        bool
-	waitForJobs bool
-	timeout     time.Duration
-	atomic      bool
-	historyMax  int
-	description string
-	dryRun      bool
-	noHooks     bool
-	skipCRDs    bool
-	resetValues bool
-	reuseValues bool
-	resetThen   bool
-	skipSchema  bool
+	chart        chartFlags
+	injectors    injectFlags
+	injectDir    string
+	keepChart    string
+	install      bool
+	createNS     bool
+	wait         bool
+	waitForJobs  bool
+	timeout      time.Duration
+	atomic       bool
+	historyMax   int
+	description  string
+	dryRun       bool
+	noHooks      bool
+	skipCRDs     bool
+	resetValues  bool
+	reuseValues  bool
+	resetThen    bool
+	skipSchema   bool
+	forceUpgrade bool
 }
 
 func (a *applyFlags) add(cmd *cobra.Command) {
@@ -65,6 +65,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.reuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides")
 	f.BoolVar(&a.resetThen, "reset-then-reuse-values", false, "when upgrading, reset the values to the chart's, then apply the last release's values and the overrides")
 	f.BoolVar(&a.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
+	f.BoolVar(&a.forceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -101,14 +102,9 @@ func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
 
 func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
 	name, ref := args[0], args[1]
-	modes := 0
-	for _, b := range []bool{a.resetValues, a.reuseValues, a.resetThen} {
-		if b {
-			modes++
-		}
-	}
-	if modes > 1 {
-		return errors.New("--reset-values, --reuse-values and --reset-then-reuse-values exclude each other")
+	mode, err := valuesMode(a.resetValues, a.reuseValues, a.resetThen)
+	if err != nil {
+		return err
 	}
 	p, err := a.injectors.pipeline()
 	if err != nil {
@@ -133,14 +129,8 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.DisableHooks = a.noHooks
 	ap.SkipCRDs = a.skipCRDs
 	ap.SkipSchemaValidation = a.skipSchema
-	switch {
-	case a.resetValues:
-		ap.ValuesMode = release.ValuesReset
-	case a.reuseValues:
-		ap.ValuesMode = release.ValuesReuse
-	case a.resetThen:
-		ap.ValuesMode = release.ValuesResetThenReuse
-	}
+	ap.ValuesMode = mode
+	ap.ForceUpgrade = a.forceUpgrade
 	ap.Pipeline = p
 	ap.InjectDir = a.injectDir
 	ap.KeepChart = a.keepChart
@@ -155,6 +145,10 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 // printRelease reports the outcome like helm install/upgrade do.
 func printRelease(w io.Writer, res *release.Result, dryRun bool) error {
 	rel := res.Release
+	if res.Unchanged {
+		fmt.Fprintf(w, "Release %q has no changes; it stays at revision %d.\n", rel.Name, rel.Version)
+		return nil
+	}
 	verb := "upgraded"
 	if res.Installed {
 		verb = "installed"

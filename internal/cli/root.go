@@ -18,8 +18,11 @@ manifest with the injectors you declare, and installs the result as an
 ordinary Helm release, so helm list, status, get, history, rollback, test
 and uninstall keep working.
 
-No mutating webhook is involved: what is injected, and with which injector
-version, is recorded in the release itself.`
+No mutating webhook is involved: the injectors used are recorded in the
+release itself.
+
+Planned, not available yet: status, list, built-in versioned sidecar
+templates, helmfile integration, the Helm plugin.`
 
 // exitError carries a specific exit code (for example diff's
 // --detailed-exitcode) up to Run without printing anything more.
@@ -61,6 +64,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newTemplateCommand(settings),
 		newApplyCommand(settings),
 		newUpgradeCommand(settings),
+		newDiffCommand(settings),
 		newVersionCommand(),
 	)
 	return root

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"helm.sh/helm/v3/pkg/cli"
+
+	"github.com/helm-inject/helm-inject/release"
+)
+
+const diffLong = `Show what apply would change, without changing anything: render, inject and
+build the temporary chart exactly as apply does, then compare the result with
+the deployed revision's manifest and hooks, resource by resource.
+
+Secret values are masked unless --show-secrets. With --detailed-exitcode the
+exit code is 2 when there are changes, 0 when there are none and 1 on error.
+
+"diff upgrade [--allow-unreleased] NAME CHART" is the same command in
+helm-diff's spelling.`
+
+type diffFlags struct {
+	chart        chartFlags
+	injectors    injectFlags
+	injectDir    string
+	resetValues  bool
+	reuseValues  bool
+	resetThen    bool
+	skipSchema   bool
+	unreleased   bool
+	detailedExit bool
+	print        release.DiffPrintOptions
+	output       string
+	color        bool
+	noColor      bool
+}
+
+func (d *diffFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	d.chart.add(f)
+	d.injectors.add(f)
+	f.StringVar(&d.injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	f.BoolVar(&d.resetValues, "reset-values", false, "compare as an upgrade with --reset-values would render")
+	f.BoolVar(&d.reuseValues, "reuse-values", false, "compare as an upgrade with --reuse-values would render")
+	f.BoolVar(&d.resetThen, "reset-then-reuse-values", false, "compare as an upgrade with --reset-then-reuse-values would render")
+	f.BoolVar(&d.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
+	f.BoolVar(&d.unreleased, "allow-unreleased", false, "a release that does not exist yet shows every resource as added, instead of an error")
+	f.BoolVar(&d.detailedExit, "detailed-exitcode", false, "exit 2 when there are changes, 0 when there are none")
+	f.IntVarP(&d.print.Context, "context", "C", 3, "lines of unchanged context around each change")
+	f.StringVar(&d.output, "output", "diff", "output format: diff, simple (names only) or json")
+	f.BoolVar(&d.print.ShowSecrets, "show-secrets", false, "show Secret values instead of masking them")
+	f.BoolVar(&d.print.SuppressSecrets, "suppress-secrets", false, "leave Secrets out of the output")
+	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
+	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
+}
+
+func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
+	var d diffFlags
+	cmd := &cobra.Command{
+		Use:   "diff NAME CHART",
+		Short: "Show what apply would change",
+		Long:  diffLong,
+		Args:  exactArgs(2, "a release NAME and a CHART"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return d.run(cmd, settings, args)
+		},
+	}
+	d.add(cmd)
+
+	var u diffFlags
+	upgrade := &cobra.Command{
+		Use:   "upgrade NAME CHART",
+		Short: "diff in helm-diff's spelling (helm diff upgrade)",
+		Long:  diffLong,
+		Args:  exactArgs(2, "a release NAME and a CHART"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return u.run(cmd, settings, args)
+		},
+	}
+	u.add(upgrade)
+	cmd.AddCommand(upgrade)
+	return cmd
+}
+
+func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
+	name, ref := args[0], args[1]
+	mode, err := valuesMode(d.resetValues, d.reuseValues, d.resetThen)
+	if err != nil {
+		return err
+	}
+	p, err := d.injectors.pipeline()
+	if err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	src, vals, err := d.chart.load(settings, ref, cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+	if err != nil {
+		return err
+	}
+	df := release.NewDiff(cfg)
+	df.Namespace = settings.Namespace()
+	df.ValuesMode = mode
+	df.SkipSchemaValidation = d.skipSchema
+	df.AllowUnreleased = d.unreleased
+	df.Pipeline = p
+	df.InjectDir = d.injectDir
+	res, err := df.Run(cmd.Context(), name, src, vals)
+	if err != nil {
+		return err
+	}
+	d.print.Output = release.DiffOutput(d.output)
+	d.print.Color = !d.noColor && (d.color || isTerminal(cmd.OutOrStdout()))
+	if err := release.WriteDiff(cmd.OutOrStdout(), res, d.print); err != nil {
+		return err
+	}
+	if d.detailedExit && res.HasChanges() {
+		return exitError{code: 2}
+	}
+	return nil
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// valuesMode maps Helm's three mutually exclusive values flags.
+func valuesMode(reset, reuse, resetThen bool) (release.ValuesMode, error) {
+	n := 0
+	for _, b := range []bool{reset, reuse, resetThen} {
+		if b {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return 0, errors.New("--reset-values, --reuse-values and --reset-then-reuse-values exclude each other")
+	case reset:
+		return release.ValuesReset, nil
+	case reuse:
+		return release.ValuesReuse, nil
+	case resetThen:
+		return release.ValuesResetThenReuse, nil
+	}
+	return release.ValuesDefault, nil
+}

@@ -1,0 +1,225 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// Diff shows what an apply would change, without writing to the cluster:
+// it runs apply's own plan (render, inject, temporary chart) and compares
+// the result with the deployed revision's manifest and hooks.
+type Diff struct {
+	cfg *action.Configuration
+
+	Namespace            string
+	ValuesMode           ValuesMode
+	SkipSchemaValidation bool
+	// AllowUnreleased treats a release that does not exist as empty, so
+	// everything shows as added; without it that is an error.
+	AllowUnreleased bool
+
+	Pipeline  *inject.Pipeline
+	InjectDir string
+}
+
+// NewDiff returns a Diff bound to a Helm configuration.
+func NewDiff(cfg *action.Configuration) *Diff { return &Diff{cfg: cfg, Pipeline: &inject.Pipeline{}} }
+
+// ChangeType says how a resource changes.
+type ChangeType string
+
+const (
+	Added   ChangeType = "added"
+	Removed ChangeType = "removed"
+	Changed ChangeType = "changed"
+)
+
+// Change is one resource that an apply would add, remove or modify.
+type Change struct {
+	Type ChangeType
+	ID   manifest.ID
+	// Hook is true for a hook resource (shown by `helm get hooks`).
+	Hook bool
+	// Before and After are the resource's YAML; empty when added/removed.
+	Before, After string
+}
+
+// DiffResult is what Diff found.
+type DiffResult struct {
+	Release string
+	// Installed is false when the release does not exist yet.
+	Installed bool
+	Changes   []Change
+	// InjectorsBefore and InjectorsAfter are the injectors recorded in the
+	// deployed revision and the ones this apply would record.
+	InjectorsBefore, InjectorsAfter []chartify.InjectorRecord
+}
+
+// Run computes the changes for release name.
+func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string]any) (*DiffResult, error) {
+	p, err := makePlan(ctx, d.cfg, name, src, vals, planOptions{
+		namespace: d.Namespace, valuesMode: d.ValuesMode, skipSchemaValidation: d.SkipSchemaValidation,
+		pipeline: d.Pipeline, injectDir: d.InjectDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &DiffResult{Release: name, InjectorsAfter: injectorRecords(p.chart.Metadata.Annotations)}
+	var before []manifest.Document
+	if p.current == nil {
+		if !d.AllowUnreleased {
+			return nil, fmt.Errorf("release %q does not exist in namespace %q; use --allow-unreleased to see it as new", name, d.Namespace)
+		}
+	} else {
+		res.Installed = true
+		res.InjectorsBefore = injectorRecords(p.current.Chart.Metadata.Annotations)
+		if before, err = releaseDocuments(p.current); err != nil {
+			return nil, fmt.Errorf("release %q: reading revision %d: %w", name, p.current.Version, err)
+		}
+	}
+	ns := d.Namespace
+	if p.current != nil {
+		ns = p.current.Namespace
+	}
+	res.Changes = compare(before, p.rendered.Documents, ns)
+	return res, nil
+}
+
+// HasChanges reports whether applying would change any resource or the
+// recorded injectors.
+func (r *DiffResult) HasChanges() bool {
+	return len(r.Changes) > 0 || !reflect.DeepEqual(r.InjectorsBefore, r.InjectorsAfter)
+}
+
+func injectorRecords(ann map[string]string) []chartify.InjectorRecord {
+	var recs []chartify.InjectorRecord
+	if s := ann[chartify.AnnotationInjectors]; s != "" {
+		_ = json.Unmarshal([]byte(s), &recs)
+	}
+	return recs
+}
+
+// releaseDocuments splits a stored revision back into documents: the
+// manifest (each document led by Helm's "# Source:" comment) and the hooks.
+func releaseDocuments(rel *release.Release) ([]manifest.Document, error) {
+	var docs []manifest.Document
+	for _, part := range manifest.Split(rel.Manifest) {
+		source := ""
+		if rest, ok := strings.CutPrefix(part, "# Source: "); ok {
+			line, content, _ := strings.Cut(rest, "\n")
+			source, part = line, strings.TrimSpace(content)
+		}
+		d, err := manifest.Parse(source, part)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	for _, h := range rel.Hooks {
+		d, err := manifest.Parse(h.Path, strings.TrimSpace(h.Manifest))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// compare pairs documents by identity (a missing namespace counts as ns)
+// and lists what differs, in the order of after, then removed resources in
+// the order of before.
+func compare(before, after []manifest.Document, ns string) []Change {
+	key := func(d manifest.Document) manifest.ID {
+		id := d.ID
+		if id.Namespace == "" {
+			id.Namespace = ns
+		}
+		return id
+	}
+	old := make(map[manifest.ID]manifest.Document, len(before))
+	for _, d := range before {
+		old[key(d)] = d
+	}
+	var changes []Change
+	seen := make(map[manifest.ID]bool, len(after))
+	for _, d := range after {
+		k := key(d)
+		seen[k] = true
+		o, ok := old[k]
+		switch {
+		case !ok:
+			changes = append(changes, Change{Type: Added, ID: k, Hook: d.Hook != "", After: d.Content})
+		case o.Content != d.Content:
+			changes = append(changes, Change{Type: Changed, ID: k, Hook: d.Hook != "", Before: o.Content, After: d.Content})
+		}
+	}
+	for _, d := range before {
+		if k := key(d); !seen[k] {
+			changes = append(changes, Change{Type: Removed, ID: k, Hook: d.Hook != "", Before: d.Content})
+		}
+	}
+	return changes
+}
+
+// unchanged reports whether upgrading current with the plan would store a
+// revision identical in what matters: documents, notes, chart and values.
+func unchanged(p *plan, current *release.Release, mode ValuesMode, vals map[string]any) (bool, error) {
+	before, err := releaseDocuments(current)
+	if err != nil {
+		return false, err
+	}
+	if len(compare(before, p.rendered.Documents, current.Namespace)) > 0 || p.rendered.Notes != current.Info.Notes {
+		return false, nil
+	}
+	if !reflect.DeepEqual(current.Chart.Metadata, p.chart.Metadata) {
+		return false, nil
+	}
+	return sameJSON(storedConfig(mode, current, vals), current.Config)
+}
+
+// storedConfig is the release config Helm's upgrade would store.
+func storedConfig(mode ValuesMode, current *release.Release, vals map[string]any) map[string]any {
+	switch mode {
+	case ValuesReuse, ValuesResetThenReuse:
+		return chartutil.CoalesceTables(copyValues(vals), current.Config)
+	case ValuesReset:
+		return vals
+	}
+	if len(vals) == 0 && len(current.Config) > 0 {
+		return current.Config
+	}
+	return vals
+}
+
+// sameJSON compares values as they are stored: JSON, where 2 and 2.0 are
+// one number and an empty map equals no map.
+func sameJSON(a, b map[string]any) (bool, error) {
+	if len(a) == 0 && len(b) == 0 {
+		return true, nil
+	}
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return false, err
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return false, err
+	}
+	var na, nb any
+	if err := errors.Join(json.Unmarshal(ja, &na), json.Unmarshal(jb, &nb)); err != nil {
+		return false, err
+	}
+	return reflect.DeepEqual(na, nb), nil
+}

@@ -1,0 +1,112 @@
+package release
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// renderAPI renders the api fixture through the injector pipeline, as a
+// revision would store it.
+func renderAPI(t *testing.T, p *inject.Pipeline, vals map[string]any) []manifest.Document {
+	t.Helper()
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Namespace: "prod", Pipeline: p}).Run(t.Context(), "api", Source{Ref: "api", Chart: ch}, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Documents
+}
+
+// TestDiffGolden freezes the text output (colour off) for a value change
+// that touches a ConfigMap, a Deployment, a Secret and a test hook, and an
+// injector upgrade.
+func TestDiffGolden(t *testing.T) {
+	bin := buildInjector(t)
+	inj := func(image string) *inject.Pipeline {
+		c, err := inject.ParseSpec(bin + " f=FILE,image=" + image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &inject.Pipeline{Injectors: []inject.Injector{c}}
+	}
+	before := renderAPI(t, inj("registry.example/proxy:1.0"), nil)
+	after := renderAPI(t, inj("registry.example/proxy:1.1"), map[string]any{"logLevel": "debug", "password": "rotated!", "testImage": "registry.example/curl:2.0"})
+	res := &DiffResult{
+		Release: "api", Installed: true, Changes: compare(before, after, "prod"),
+		InjectorsBefore: []chartify.InjectorRecord{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.0"}},
+		InjectorsAfter:  []chartify.InjectorRecord{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.1"}},
+	}
+	for _, tt := range []struct {
+		golden string
+		opts   DiffPrintOptions
+	}{
+		{"diff-api.txt", DiffPrintOptions{Context: 3}},
+		{"diff-api-context1-show-secrets.txt", DiffPrintOptions{Context: 1, ShowSecrets: true}},
+		{"diff-api-simple-suppress-secrets.txt", DiffPrintOptions{Output: DiffOutputSimple, SuppressSecrets: true}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := WriteDiff(&out, res, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.golden, out.Bytes())
+		})
+	}
+
+	var out bytes.Buffer
+	if err := WriteDiff(&out, res, DiffPrintOptions{Output: DiffOutputJSON}); err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Changes []struct{ Change, Kind, Name, Before, After string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &parsed); err != nil {
+		t.Fatal(err)
+	}
+	if len(parsed.Changes) != 4 {
+		t.Errorf("json lists %d changes, want 4 (ConfigMap, Secret, Deployment, test Pod)", len(parsed.Changes))
+	}
+	if strings.Contains(out.String(), "cm90YXRlZCE=") || strings.Contains(out.String(), "rotated!") {
+		t.Errorf("json output shows the Secret value unmasked")
+	}
+}
+
+func TestCompareIdenticalRendersHaveNoChanges(t *testing.T) {
+	a := renderAPI(t, nil, map[string]any{"logLevel": "warn"})
+	b := renderAPI(t, nil, map[string]any{"logLevel": "warn"})
+	if c := compare(a, b, "prod"); len(c) != 0 {
+		t.Errorf("identical renders differ: %+v", c)
+	}
+	added := compare(nil, b, "prod")
+	if len(added) != len(b) || added[0].Type != Added {
+		t.Errorf("against nothing, every resource must be added: %+v", added)
+	}
+}
+
+func TestMaskSecretPair(t *testing.T) {
+	before := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  user: YXBp\n  password: czNjcjN0\nstringData:\n  token: abc"
+	after := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  user: YXBp\n  password: bmV3\nstringData:\n  token: abc"
+	b, a := maskSecretPair(before, after)
+	for _, want := range []string{"user: 'REDACTED # (3 bytes)'", "password: '-------- # (6 bytes)'", "token: 'REDACTED # (3 bytes)'"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("masked before lacks %q:\n%s", want, b)
+		}
+	}
+	if !strings.Contains(a, "password: '++++++++ # (3 bytes)'") {
+		t.Errorf("masked after:\n%s", a)
+	}
+	for _, secret := range []string{"czNjcjN0", "bmV3", "YXBp", "abc"} {
+		if strings.Contains(a+b, secret) {
+			t.Errorf("masked output contains %q", secret)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package release
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+	"gopkg.in/yaml.v3"
+
+	"github.com/helm-inject/helm-inject/chartify"
+)
+
+// DiffOutput is the format WriteDiff prints.
+type DiffOutput string
+
+const (
+	DiffOutputDiff   DiffOutput = "diff"
+	DiffOutputSimple DiffOutput = "simple"
+	DiffOutputJSON   DiffOutput = "json"
+)
+
+// DiffPrintOptions are helm-diff's display flags.
+type DiffPrintOptions struct {
+	Output DiffOutput
+	// Context is the number of unchanged lines around each change.
+	Context int
+	Color   bool
+	// ShowSecrets prints Secret data; by default values are masked.
+	ShowSecrets bool
+	// SuppressSecrets leaves Secrets out entirely.
+	SuppressSecrets bool
+}
+
+const (
+	colorRed   = "\x1b[31m"
+	colorGreen = "\x1b[32m"
+	colorCyan  = "\x1b[36m"
+	colorBold  = "\x1b[1m"
+	colorReset = "\x1b[0m"
+)
+
+// WriteDiff prints a diff result. Nothing is printed when nothing changes.
+func WriteDiff(w io.Writer, r *DiffResult, o DiffPrintOptions) error {
+	changes := make([]Change, 0, len(r.Changes))
+	for _, c := range r.Changes {
+		if isSecret(c) {
+			if o.SuppressSecrets {
+				continue
+			}
+			if !o.ShowSecrets {
+				c.Before, c.After = maskSecretPair(c.Before, c.After)
+			}
+		}
+		changes = append(changes, c)
+	}
+	switch o.Output {
+	case DiffOutputJSON:
+		return writeDiffJSON(w, r, changes)
+	case DiffOutputSimple, DiffOutputDiff, "":
+	default:
+		return fmt.Errorf("unknown --output %q (want diff, simple or json)", o.Output)
+	}
+	paint := func(color, s string) string {
+		if !o.Color {
+			return s
+		}
+		return color + s + colorReset
+	}
+	var b bytes.Buffer
+	if before, after := injectorNames(r.InjectorsBefore), injectorNames(r.InjectorsAfter); r.Installed && before != after {
+		fmt.Fprintf(&b, "%s\n", paint(colorBold, fmt.Sprintf("injectors of %s: %s → %s", r.Release, before, after)))
+	}
+	for _, c := range changes {
+		header := fmt.Sprintf("%s, %s, %s (%s) has %s:", c.ID.Namespace, c.ID.Name, c.ID.Kind, c.ID.APIVersion, verb(c.Type))
+		if c.Hook {
+			header += " (hook)"
+		}
+		fmt.Fprintln(&b, paint(colorCyan, header))
+		if o.Output == DiffOutputSimple {
+			continue
+		}
+		if err := writeUnified(&b, c.Before, c.After, o.Context, paint); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func verb(t ChangeType) string {
+	switch t {
+	case Added:
+		return "been added"
+	case Removed:
+		return "been removed"
+	}
+	return "changed"
+}
+
+func injectorNames(recs []chartify.InjectorRecord) string {
+	if len(recs) == 0 {
+		return "(none)"
+	}
+	names := make([]string, len(recs))
+	for i, r := range recs {
+		names[i] = fmt.Sprintf("%q", r.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeUnified prints a unified diff of two documents without file headers.
+func writeUnified(w io.Writer, before, after string, context int, paint func(string, string) string) error {
+	if before != "" {
+		before += "\n"
+	}
+	if after != "" {
+		after += "\n"
+	}
+	if context < 0 {
+		context = 0
+	}
+	text, err := udiff.ToUnified("before", "after", before, udiff.Lines(before, after), context)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(text, "\n") {
+		switch {
+		case line == "", strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "+++ "):
+		case strings.HasPrefix(line, "-"):
+			fmt.Fprint(w, paint(colorRed, strings.TrimSuffix(line, "\n"))+"\n")
+		case strings.HasPrefix(line, "+"):
+			fmt.Fprint(w, paint(colorGreen, strings.TrimSuffix(line, "\n"))+"\n")
+		case strings.HasPrefix(line, "\\"):
+			// "\ No newline at end of file": our documents always end in one.
+		default:
+			fmt.Fprint(w, line)
+		}
+	}
+	return nil
+}
+
+type jsonChange struct {
+	Change     ChangeType `json:"change"`
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Namespace  string     `json:"namespace"`
+	Name       string     `json:"name"`
+	Hook       bool       `json:"hook"`
+	Before     string     `json:"before,omitempty"`
+	After      string     `json:"after,omitempty"`
+}
+
+func writeDiffJSON(w io.Writer, r *DiffResult, changes []Change) error {
+	out := struct {
+		Release         string                    `json:"release"`
+		Installed       bool                      `json:"installed"`
+		InjectorsBefore []chartify.InjectorRecord `json:"injectorsBefore"`
+		InjectorsAfter  []chartify.InjectorRecord `json:"injectorsAfter"`
+		Changes         []jsonChange              `json:"changes"`
+	}{Release: r.Release, Installed: r.Installed, InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
+	for _, c := range changes {
+		out.Changes = append(out.Changes, jsonChange{
+			Change: c.Type, APIVersion: c.ID.APIVersion, Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name,
+			Hook: c.Hook, Before: c.Before, After: c.After,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func isSecret(c Change) bool { return c.ID.Kind == "Secret" && c.ID.APIVersion == "v1" }
+
+// maskSecretPair hides the values of a Secret's data and stringData while
+// still showing which keys change: an unchanged value reads
+// "REDACTED # (N bytes)", a changed one "-------- # (N bytes)" before and
+// "++++++++ # (N bytes)" after, as helm-diff prints them.
+func maskSecretPair(before, after string) (string, string) {
+	bv, bn := secretValues(before)
+	av, an := secretValues(after)
+	mask := func(doc *yaml.Node, own, other map[string]string, changed string) string {
+		if doc == nil {
+			return ""
+		}
+		for _, field := range []string{"data", "stringData"} {
+			m := mapValue(doc.Content[0], field)
+			if m == nil {
+				continue
+			}
+			for i := 0; i+1 < len(m.Content); i += 2 {
+				k, v := field+"."+m.Content[i].Value, m.Content[i+1]
+				n := len(own[k])
+				marker := "REDACTED"
+				if o, ok := other[k]; !ok || o != own[k] {
+					marker = changed
+				}
+				*v = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: fmt.Sprintf("%s # (%d bytes)", marker, n)}
+			}
+		}
+		var b bytes.Buffer
+		enc := yaml.NewEncoder(&b)
+		enc.SetIndent(2)
+		if err := enc.Encode(doc); err != nil {
+			return "# (the Secret could not be shown masked)"
+		}
+		return strings.TrimSpace(b.String())
+	}
+	return mask(bn, bv, av, "--------"), mask(an, av, bv, "++++++++")
+}
+
+// secretValues parses a Secret and returns its decoded values by
+// "data.KEY" / "stringData.KEY", and the parsed document.
+func secretValues(doc string) (map[string]string, *yaml.Node) {
+	if doc == "" {
+		return nil, nil
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &n); err != nil || len(n.Content) == 0 {
+		return nil, nil
+	}
+	vals := map[string]string{}
+	for _, field := range []string{"data", "stringData"} {
+		m := mapValue(n.Content[0], field)
+		if m == nil {
+			continue
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			v := m.Content[i+1].Value
+			if field == "data" {
+				if dec, err := base64.StdEncoding.DecodeString(v); err == nil {
+					v = string(dec)
+				}
+			}
+			vals[field+"."+m.Content[i].Value] = v
+		}
+	}
+	return vals, &n
+}
+
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.MappingNode {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
