@@ -65,6 +65,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newApplyCommand(settings),
 		newUpgradeCommand(settings),
 		newDiffCommand(settings),
+		newInjectorsCommand(),
 		newVersionCommand(),
 	)
 	return root

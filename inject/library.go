@@ -1,0 +1,219 @@
+package inject
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+)
+
+// LockFileName is the lock file beside the definitions in a library.
+const LockFileName = "injectors.lock"
+
+// Library is a folder of built-in injector definitions, one file per
+// released version (NAME/VERSION.yaml), frozen by a lock file that records
+// each version's digest, as go.sum does for modules.
+type Library struct {
+	Dir string
+	// defs holds every version of every injector, oldest first.
+	defs map[string][]*Definition
+	// lock maps "name@version" to the digest recorded when it was locked.
+	lock map[string]string
+}
+
+// LoadLibrary reads every definition below dir and the lock file. A
+// definition whose file was changed after it was locked is an error: a
+// released version is frozen, changes go into a new version.
+func LoadLibrary(dir string) (*Library, error) {
+	lib := &Library{Dir: dir, defs: map[string][]*Definition{}, lock: map[string]string{}}
+	if err := lib.readLock(); err != nil {
+		return nil, err
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || (filepath.Ext(p) != ".yaml" && filepath.Ext(p) != ".yml") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		def, err := ParseDefinition(p, data)
+		if err != nil {
+			return err
+		}
+		wantName, wantVersion := filepath.Base(filepath.Dir(p)), strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		if def.Name != wantName || def.Version != wantVersion {
+			return fmt.Errorf("injector definition %s declares %s; it must live in %s/%s.yaml", p, def.Ref(), def.Name, def.Version)
+		}
+		lib.defs[def.Name] = append(lib.defs[def.Name], def)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("injector library %s: %w", dir, err)
+	}
+	for _, versions := range lib.defs {
+		sort.Slice(versions, func(i, j int) bool {
+			return semver.MustParse(versions[i].Version).LessThan(semver.MustParse(versions[j].Version))
+		})
+	}
+	if err := lib.checkFrozen(); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+func (l *Library) lockPath() string { return filepath.Join(l.Dir, LockFileName) }
+
+func (l *Library) readLock() error {
+	f, err := os.Open(l.lockPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 3 || !strings.HasPrefix(fields[2], "sha256:") {
+			return fmt.Errorf("%s:%d: want \"NAME VERSION sha256:DIGEST\", got %q", l.lockPath(), n, line)
+		}
+		l.lock[fields[0]+"@"+fields[1]] = fields[2]
+	}
+	return sc.Err()
+}
+
+// checkFrozen refuses definitions whose bytes differ from their lock entry.
+func (l *Library) checkFrozen() error {
+	var errs []error
+	for _, name := range l.Names() {
+		for _, d := range l.defs[name] {
+			if locked, ok := l.lock[d.Ref()]; ok && locked != d.Digest {
+				errs = append(errs, fmt.Errorf("%s was changed after %s was locked in %s (locked %s, now %s): a released version is frozen; restore it and add the change as a new version",
+					d.File, d.Ref(), l.lockPath(), locked, d.Digest))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Names lists the injectors in the library, sorted.
+func (l *Library) Names() []string {
+	names := make([]string, 0, len(l.defs))
+	for n := range l.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Versions lists an injector's versions, oldest first.
+func (l *Library) Versions(name string) []*Definition { return l.defs[name] }
+
+// Locked reports whether a version is recorded in the lock file.
+func (l *Library) Locked(d *Definition) bool { return l.lock[d.Ref()] == d.Digest }
+
+// Newest returns the highest version of an injector, or nil.
+func (l *Library) Newest(name string) *Definition {
+	v := l.defs[name]
+	if len(v) == 0 {
+		return nil
+	}
+	return v[len(v)-1]
+}
+
+// Get returns an exact version, or nil.
+func (l *Library) Get(name, version string) *Definition {
+	for _, d := range l.defs[name] {
+		if d.Version == version {
+			return d
+		}
+	}
+	return nil
+}
+
+// Resolve returns the highest version of name that satisfies constraint
+// (an exact version, "~1.0", "^1", ">=1.2 <2"; empty means any).
+func (l *Library) Resolve(name, constraint string) (*Definition, error) {
+	versions := l.defs[name]
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("injector %q is not in the library %s (it has: %s)", name, l.Dir, strings.Join(l.Names(), ", "))
+	}
+	if constraint == "" {
+		return versions[len(versions)-1], nil
+	}
+	c, err := semver.NewConstraint(constraint)
+	if err != nil {
+		return nil, fmt.Errorf("injector %s@%s: version constraint: %w", name, constraint, err)
+	}
+	for i := len(versions) - 1; i >= 0; i-- {
+		if c.Check(semver.MustParse(versions[i].Version)) {
+			return versions[i], nil
+		}
+	}
+	have := make([]string, len(versions))
+	for i, d := range versions {
+		have[i] = d.Version
+	}
+	return nil, fmt.Errorf("no version of injector %q in %s matches %q (it has %s)", name, l.Dir, constraint, strings.Join(have, ", "))
+}
+
+// Lock records every version that is not locked yet and writes the lock
+// file. Locked versions are never changed (LoadLibrary already refused a
+// changed one). It returns the versions it added.
+func (l *Library) Lock() ([]string, error) {
+	var added []string
+	for _, name := range l.Names() {
+		for _, d := range l.defs[name] {
+			if _, ok := l.lock[d.Ref()]; !ok {
+				l.lock[d.Ref()] = d.Digest
+				added = append(added, d.Ref())
+			}
+		}
+	}
+	keys := make([]string, 0, len(l.lock))
+	for k := range l.lock {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("# Digests of released injector versions. A locked version is frozen:\n# helm-inject refuses a definition whose file no longer matches. Add new\n# versions with `helm-inject injectors lock`.\n")
+	for _, k := range keys {
+		name, version, _ := strings.Cut(k, "@")
+		fmt.Fprintf(&b, "%s %s %s\n", name, version, l.lock[k])
+	}
+	if err := os.WriteFile(l.lockPath(), []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	return added, nil
+}
+
+// Verify fails when a version is not locked (CI runs it).
+func (l *Library) Verify() error {
+	var missing []string
+	for _, name := range l.Names() {
+		for _, d := range l.defs[name] {
+			if !l.Locked(d) {
+				missing = append(missing, d.Ref()+" ("+d.File+")")
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not locked in %s: %s; run `helm-inject injectors lock`", l.lockPath(), strings.Join(missing, ", "))
+	}
+	return nil
+}
