@@ -84,8 +84,8 @@ type Patch struct {
 	Volumes        []yaml.Node `yaml:"volumes,omitempty"`
 	// VolumeMounts and Env are added to every container that was there
 	// before injection.
-	VolumeMounts []yaml.Node      `yaml:"volumeMounts,omitempty"`
-	Env          []yaml.Node      `yaml:"env,omitempty"`
+	VolumeMounts []yaml.Node       `yaml:"volumeMounts,omitempty"`
+	Env          []yaml.Node       `yaml:"env,omitempty"`
 	Annotations  map[string]string `yaml:"annotations,omitempty"`
 	Labels       map[string]string `yaml:"labels,omitempty"`
 }

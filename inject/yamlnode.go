@@ -30,7 +30,9 @@ func scalar(m *yaml.Node, key string) string {
 	return ""
 }
 
-func newKey(key string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key} }
+func newKey(key string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+}
 
 // ensure returns the value of key in m, replacing a missing or null value
 // with an empty node of kind.

@@ -84,4 +84,3 @@ refuses a definition whose file changed after it was locked.`,
 	})
 	return cmd
 }
-
