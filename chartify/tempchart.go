@@ -22,11 +22,20 @@ const (
 	AnnotationInjectors = "helm-inject.io/injectors"
 	// AnnotationSource is the chart reference the user gave.
 	AnnotationSource = "helm-inject.io/source"
+	// AnnotationRendered is a digest of the rendered manifests before
+	// injection; the with-chart reconcile strategy compares it.
+	AnnotationRendered = "helm-inject.io/rendered-digest"
 )
 
-// InjectorRecord is one entry of AnnotationInjectors.
+// InjectorRecord is one entry of AnnotationInjectors: which injector a
+// revision was injected with.
 type InjectorRecord struct {
+	// Name is the spec of an external injector, or a built-in's name.
 	Name string `json:"name"`
+	// Version and Digest (of the definition and parameters) are set for
+	// built-in template injectors.
+	Version string `json:"version,omitempty"`
+	Digest  string `json:"digest,omitempty"`
 }
 
 // TempChartOptions describe what the temporary chart records.
@@ -34,6 +43,8 @@ type TempChartOptions struct {
 	// Source is the chart reference as the user gave it.
 	Source    string
 	Injectors []InjectorRecord
+	// RenderedDigest is recorded as AnnotationRendered when set.
+	RenderedDigest string
 }
 
 // BuildTempChart assembles the chart that is installed as the release: the
@@ -51,6 +62,9 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 	}
 	if o.Source != "" {
 		md.Annotations[AnnotationSource] = o.Source
+	}
+	if o.RenderedDigest != "" {
+		md.Annotations[AnnotationRendered] = o.RenderedDigest
 	}
 	if len(o.Injectors) > 0 {
 		b, err := json.Marshal(o.Injectors)

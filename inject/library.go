@@ -217,3 +217,7 @@ func (l *Library) Verify() error {
 	}
 	return nil
 }
+
+func semverConstraint(s string) (*semver.Constraints, error) { return semver.NewConstraint(s) }
+
+func mustVersion(s string) *semver.Version { return semver.MustParse(s) }

@@ -2,6 +2,8 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // Apply renders a chart, injects it, builds the temporary chart and installs
@@ -51,6 +54,9 @@ type Apply struct {
 	KeepChart string
 	// ForceUpgrade upgrades even when nothing changed.
 	ForceUpgrade bool
+	// Reconcile and UpdateInjectors choose built-in injector versions.
+	Reconcile       inject.ReconcileStrategy
+	UpdateInjectors bool
 }
 
 // NewApply returns an Apply bound to a Helm configuration.
@@ -79,6 +85,7 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	p, err := makePlan(ctx, a.cfg, name, src, vals, planOptions{
 		namespace: a.Namespace, valuesMode: a.ValuesMode, skipSchemaValidation: a.SkipSchemaValidation,
 		pipeline: a.Pipeline, injectDir: a.InjectDir, keepChart: a.KeepChart,
+		strategy: a.Reconcile, updateInjectors: a.UpdateInjectors,
 	})
 	if err != nil {
 		return nil, err
@@ -188,6 +195,8 @@ type planOptions struct {
 	skipSchemaValidation bool
 	pipeline             *inject.Pipeline
 	injectDir, keepChart string
+	strategy             inject.ReconcileStrategy
+	updateInjectors      bool
 }
 
 // makePlan reads the release history, renders, injects and builds the
@@ -232,7 +241,10 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
-	tc, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, o.injectDir, o.keepChart)
+	if o.strategy == "" {
+		o.strategy = inject.ReconcileAlways
+	}
+	tc, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir, o.keepChart)
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +256,17 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	return &plan{current: current, last: last, chart: tc, rendered: rendered}, nil
 }
 
+// Chooser decides, once the chart is rendered, which version of each
+// built-in injector to use; renderedDigest identifies the manifests before
+// injection.
+type Chooser func(renderedDigest string) inject.Choice
+
 // BuildChart is the pipeline shared by apply, template and diff: render the
-// source chart, run the injectors, and return the temporary chart as loaded
-// back from disk. The on-disk copy lives in a private temporary folder that
-// is removed before BuildChart returns; keepDir, when set, receives a copy.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, injectDir, keepDir string) (*chart.Chart, error) {
+// source chart, choose the built-in injectors' versions, run the injectors,
+// and return the temporary chart as loaded back from disk. The on-disk copy
+// lives in a private temporary folder that is removed before BuildChart
+// returns; keepDir, when set, receives a copy.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir, keepDir string) (*chart.Chart, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
@@ -256,17 +274,32 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	if p == nil {
 		p = &inject.Pipeline{}
 	}
-	docs, err := p.Run(ctx, rendered.Documents, inject.Env{
+	digest := documentsDigest(rendered.Documents)
+	choice := inject.Choice{Strategy: inject.ReconcileAlways}
+	if choose != nil {
+		choice = choose(digest)
+	}
+	resolved, err := inject.Resolve(p.Injectors, choice)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	run := *p
+	run.Injectors = resolved
+	docs, err := run.Run(ctx, rendered.Documents, inject.Env{
 		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
 	})
 	if err != nil {
 		return nil, err
 	}
-	records := make([]chartify.InjectorRecord, 0, len(p.Injectors))
-	for _, inj := range p.Injectors {
-		records = append(records, chartify.InjectorRecord{Name: inj.Name()})
+	records := make([]chartify.InjectorRecord, 0, len(resolved))
+	for _, inj := range resolved {
+		rec := chartify.InjectorRecord{Name: inj.Name()}
+		if ti, ok := inj.(*inject.TemplateInjector); ok {
+			rec = chartify.InjectorRecord{Name: ti.Def.Name, Version: ti.Def.Version, Digest: ti.Digest()}
+		}
+		records = append(records, rec)
 	}
-	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: src.Ref, Injectors: records})
+	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: src.Ref, Injectors: records, RenderedDigest: digest})
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
@@ -288,4 +321,31 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	return loaded, nil
+}
+
+// documentsDigest identifies rendered documents (sources and contents).
+func documentsDigest(docs []manifest.Document) string {
+	h := sha256.New()
+	for _, d := range docs {
+		fmt.Fprintf(h, "%s\n%d\n%s\n", d.Source, len(d.Content), d.Content)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// recordedChoice builds the injector choice for an upgrade of current.
+func recordedChoice(current *release.Release, strategy inject.ReconcileStrategy, update bool) Chooser {
+	return func(renderedDigest string) inject.Choice {
+		c := inject.Choice{Strategy: strategy, Update: update, Recorded: map[string]inject.Recorded{}, ChartChanged: true}
+		if current == nil || current.Chart == nil || current.Chart.Metadata == nil {
+			return c
+		}
+		ann := current.Chart.Metadata.Annotations
+		for _, r := range injectorRecords(ann) {
+			if r.Version != "" {
+				c.Recorded[r.Name] = inject.Recorded{Version: r.Version}
+			}
+		}
+		c.ChartChanged = ann[chartify.AnnotationRendered] != renderedDigest
+		return c
+	}
 }

@@ -32,6 +32,10 @@ type Diff struct {
 
 	Pipeline  *inject.Pipeline
 	InjectDir string
+	// Reconcile and UpdateInjectors choose built-in injector versions, as
+	// for Apply.
+	Reconcile       inject.ReconcileStrategy
+	UpdateInjectors bool
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
@@ -72,6 +76,7 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	p, err := makePlan(ctx, d.cfg, name, src, vals, planOptions{
 		namespace: d.Namespace, valuesMode: d.ValuesMode, skipSchemaValidation: d.SkipSchemaValidation,
 		pipeline: d.Pipeline, injectDir: d.InjectDir,
+		strategy: d.Reconcile, updateInjectors: d.UpdateInjectors,
 	})
 	if err != nil {
 		return nil, err

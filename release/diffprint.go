@@ -71,8 +71,10 @@ func WriteDiff(w io.Writer, r *DiffResult, o DiffPrintOptions) error {
 		return color + s + colorReset
 	}
 	var b bytes.Buffer
-	if before, after := injectorNames(r.InjectorsBefore), injectorNames(r.InjectorsAfter); r.Installed && before != after {
-		fmt.Fprintf(&b, "%s\n", paint(colorBold, fmt.Sprintf("injectors of %s: %s → %s", r.Release, before, after)))
+	if r.Installed {
+		for _, line := range injectorChanges(r.InjectorsBefore, r.InjectorsAfter) {
+			fmt.Fprintln(&b, paint(colorBold, line))
+		}
 	}
 	for _, c := range changes {
 		header := fmt.Sprintf("%s, %s, %s (%s) has %s:", c.ID.Namespace, c.ID.Name, c.ID.Kind, c.ID.APIVersion, verb(c.Type))
@@ -101,15 +103,41 @@ func verb(t ChangeType) string {
 	return "changed"
 }
 
-func injectorNames(recs []chartify.InjectorRecord) string {
-	if len(recs) == 0 {
-		return "(none)"
+// injectorChanges describes how the recorded injectors change: a built-in
+// injector's version ("injector log-shipper: 1.0.0 → 1.1.0"), or an
+// injector added or removed.
+func injectorChanges(before, after []chartify.InjectorRecord) []string {
+	old := map[string]chartify.InjectorRecord{}
+	for _, r := range before {
+		old[r.Name] = r
 	}
-	names := make([]string, len(recs))
-	for i, r := range recs {
-		names[i] = fmt.Sprintf("%q", r.Name)
+	var lines []string
+	seen := map[string]bool{}
+	for _, r := range after {
+		seen[r.Name] = true
+		o, ok := old[r.Name]
+		switch {
+		case !ok:
+			lines = append(lines, fmt.Sprintf("injector %s: added%s", r.Name, versionSuffix(r)))
+		case o.Version != r.Version:
+			lines = append(lines, fmt.Sprintf("injector %s: %s → %s", r.Name, o.Version, r.Version))
+		case o.Digest != r.Digest:
+			lines = append(lines, fmt.Sprintf("injector %s: %s with other parameters", r.Name, r.Version))
+		}
 	}
-	return strings.Join(names, ", ")
+	for _, r := range before {
+		if !seen[r.Name] {
+			lines = append(lines, fmt.Sprintf("injector %s: removed%s", r.Name, versionSuffix(r)))
+		}
+	}
+	return lines
+}
+
+func versionSuffix(r chartify.InjectorRecord) string {
+	if r.Version == "" {
+		return ""
+	}
+	return " (" + r.Version + ")"
 }
 
 // writeUnified prints a unified diff of two documents without file headers.

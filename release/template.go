@@ -40,7 +40,7 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 		Capabilities:         chartify.OfflineCapabilities(t.KubeVersion, t.APIVersions),
 		SkipSchemaValidation: t.SkipSchemaValidation,
 	}
-	tc, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, t.InjectDir, t.KeepChart)
+	tc, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, nil, t.InjectDir, t.KeepChart)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/cli"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -43,6 +45,8 @@ type applyFlags struct {
 	resetThen    bool
 	skipSchema   bool
 	forceUpgrade bool
+	reconcile    string
+	updateInj    bool
 }
 
 func (a *applyFlags) add(cmd *cobra.Command) {
@@ -66,6 +70,12 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.resetThen, "reset-then-reuse-values", false, "when upgrading, reset the values to the chart's, then apply the last release's values and the overrides")
 	f.BoolVar(&a.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
 	f.BoolVar(&a.forceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
+	addReconcileFlags(f, &a.reconcile, &a.updateInj)
+}
+
+func addReconcileFlags(f *pflag.FlagSet, strategy *string, update *bool) {
+	f.StringVar(strategy, "reconcile", string(inject.ReconcileAlways), "when a release moves to a newer version of a built-in injector: always, never (keep the recorded version), with-chart (move only when the release changes anyway)")
+	f.BoolVar(update, "update-injectors", false, "move built-in injectors to the version their constraint resolves to now, whatever --reconcile says")
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -131,6 +141,10 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.SkipSchemaValidation = a.skipSchema
 	ap.ValuesMode = mode
 	ap.ForceUpgrade = a.forceUpgrade
+	if ap.Reconcile, err = inject.ParseReconcileStrategy(a.reconcile); err != nil {
+		return err
+	}
+	ap.UpdateInjectors = a.updateInj
 	ap.Pipeline = p
 	ap.InjectDir = a.injectDir
 	ap.KeepChart = a.keepChart

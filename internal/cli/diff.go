@@ -9,6 +9,7 @@ import (
 	"golang.org/x/term"
 	"helm.sh/helm/v3/pkg/cli"
 
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -36,6 +37,8 @@ type diffFlags struct {
 	output       string
 	color        bool
 	noColor      bool
+	reconcile    string
+	updateInj    bool
 }
 
 func (d *diffFlags) add(cmd *cobra.Command) {
@@ -55,6 +58,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.print.SuppressSecrets, "suppress-secrets", false, "leave Secrets out of the output")
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
+	addReconcileFlags(f, &d.reconcile, &d.updateInj)
 }
 
 func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -110,6 +114,10 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	df.AllowUnreleased = d.unreleased
 	df.Pipeline = p
 	df.InjectDir = d.injectDir
+	if df.Reconcile, err = inject.ParseReconcileStrategy(d.reconcile); err != nil {
+		return err
+	}
+	df.UpdateInjectors = d.updateInj
 	res, err := df.Run(cmd.Context(), name, src, vals)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/strvals"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -130,62 +131,111 @@ func tlsConfig(certFile, keyFile, caFile string, insecure bool) (*tls.Config, er
 	return tc, nil
 }
 
-// injectorFlag is one --injector or --inject occurrence; both flags append
-// to one list so the injectors run in the order they were given.
+// injectorFlag is one --injector, --inject or --with occurrence; all three
+// flags append to one list so the injectors run in the order given.
 type injectorFlag struct {
-	raw  bool // --inject (a command line) rather than --injector (a spec)
+	kind string // "injector" (helm-x spec), "inject" (command line), "with" (built-in)
 	text string
 }
 
 type injectorList struct {
 	items *[]injectorFlag
-	raw   bool
+	kind  string
 }
 
 func (l injectorList) String() string { return "" }
 func (l injectorList) Type() string   { return "stringArray" }
 func (l injectorList) Set(s string) error {
-	*l.items = append(*l.items, injectorFlag{raw: l.raw, text: s})
+	*l.items = append(*l.items, injectorFlag{kind: l.kind, text: s})
 	return nil
 }
 
 // injectFlags declare the injectors of a release.
 type injectFlags struct {
 	items     []injectorFlag
+	withSet   []string
+	library   string
 	timeout   time.Duration
 	skipHooks bool
 	skipTests bool
 }
 
 func (i *injectFlags) add(f *pflag.FlagSet) {
-	f.Var(injectorList{&i.items, false}, "injector", "an injector in helm-x form, e.g. \"istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml\" (repeatable; runs in order)")
-	f.Var(injectorList{&i.items, true}, "inject", "an injector command line, e.g. \"my-injector --label 'a b' FILE\"; without FILE it reads stdin and writes stdout (repeatable; runs in order)")
+	f.Var(injectorList{&i.items, "injector"}, "injector", "an injector in helm-x form, e.g. \"istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml\" (repeatable; runs in order)")
+	f.Var(injectorList{&i.items, "inject"}, "inject", "an injector command line, e.g. \"my-injector --label 'a b' FILE\"; without FILE it reads stdin and writes stdout (repeatable; runs in order)")
+	f.Var(injectorList{&i.items, "with"}, "with", "a built-in injector from the library, NAME or NAME@VERSION-CONSTRAINT, e.g. log-shipper@^1 (repeatable; runs in order)")
+	f.StringArrayVar(&i.withSet, "with-set", nil, "a parameter of a built-in injector: NAME.PARAM=VALUE, e.g. log-shipper.destination=logs:24224 (repeatable)")
+	f.StringVar(&i.library, "injector-library", defaultLibrary, "the folder of built-in injector definitions (NAME/VERSION.yaml and injectors.lock)")
 	f.DurationVar(&i.timeout, "injector-timeout", inject.DefaultTimeout, "kill an injector that runs longer than this")
 	f.BoolVar(&i.skipHooks, "skip-inject-hooks", false, "do not give hook resources (pre-install jobs, test pods, ...) to the injectors")
 	f.BoolVar(&i.skipTests, "skip-inject-tests", false, "do not give `helm test` hooks to the injectors")
 }
 
-// pipeline parses every injector before anything runs.
+// pipeline parses every injector, and loads the library for built-in
+// ones, before anything runs.
 func (i *injectFlags) pipeline() (*inject.Pipeline, error) {
 	p := &inject.Pipeline{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests}
+	params, err := parseWithSet(i.withSet)
+	if err != nil {
+		return nil, err
+	}
+	var lib *inject.Library
+	used := map[string]bool{}
 	for _, it := range i.items {
-		var c *inject.Command
-		var err error
-		if it.raw {
-			c, err = inject.ParseCommand(it.text)
-		} else {
-			c, err = inject.ParseSpec(it.text)
-		}
-		if err != nil {
-			flag := "--injector"
-			if it.raw {
-				flag = "--inject"
+		switch it.kind {
+		case "with":
+			if lib == nil {
+				if lib, err = inject.LoadLibrary(i.library); err != nil {
+					return nil, fmt.Errorf("--with %s: %w", it.text, err)
+				}
 			}
-			return nil, fmt.Errorf("%s: %w", flag, err)
+			name, constraint, _ := strings.Cut(it.text, "@")
+			if name == "" {
+				return nil, fmt.Errorf("--with %q: want NAME or NAME@VERSION-CONSTRAINT", it.text)
+			}
+			if used[name] {
+				return nil, fmt.Errorf("--with %s: injector %s is given twice", it.text, name)
+			}
+			used[name] = true
+			p.Injectors = append(p.Injectors, &inject.TemplateRef{Library: lib, Ref: it.text, Injector: name, Constraint: constraint, Params: params[name]})
+		default:
+			var c *inject.Command
+			if it.kind == "inject" {
+				c, err = inject.ParseCommand(it.text)
+			} else {
+				c, err = inject.ParseSpec(it.text)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", it.kind, err)
+			}
+			p.Injectors = append(p.Injectors, c)
 		}
-		p.Injectors = append(p.Injectors, c)
+	}
+	for name := range params {
+		if !used[name] {
+			return nil, fmt.Errorf("--with-set %s...: no --with %s", name, name)
+		}
 	}
 	return p, nil
+}
+
+// parseWithSet reads NAME.PARAM=VALUE flags into parameters per injector,
+// with the typing rules of --set.
+func parseWithSet(flags []string) (map[string]map[string]any, error) {
+	out := map[string]map[string]any{}
+	for _, f := range flags {
+		name, rest, ok := strings.Cut(f, ".")
+		if !ok || name == "" || !strings.Contains(rest, "=") {
+			return nil, fmt.Errorf("--with-set %q: want NAME.PARAM=VALUE", f)
+		}
+		if out[name] == nil {
+			out[name] = map[string]any{}
+		}
+		if err := strvals.ParseInto(rest, out[name]); err != nil {
+			return nil, fmt.Errorf("--with-set %q: %w", f, err)
+		}
+	}
+	return out, nil
 }
 
 // splitComma splits a comma-separated flag value, dropping empty parts.
