@@ -180,10 +180,11 @@ func (t *TemplateInjector) Digest() string {
 
 // status is the value of StatusAnnotation.
 type status struct {
-	Injectors []statusEntry `json:"injectors"`
+	Injectors []StatusEntry `json:"injectors"`
 }
 
-type statusEntry struct {
+// StatusEntry is what one built-in injector added to a pod template.
+type StatusEntry struct {
 	Name           string   `json:"name"`
 	Version        string   `json:"version"`
 	Digest         string   `json:"digest"`
@@ -266,7 +267,7 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 	meta := ensureMap(tmpl, "metadata")
 	spec := ensureMap(tmpl, "spec")
 	st := readStatus(meta)
-	var prev *statusEntry
+	var prev *StatusEntry
 	for i := range st.Injectors {
 		if st.Injectors[i].Name == t.Def.Name {
 			prev = &st.Injectors[i]
@@ -299,7 +300,7 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 		return false, fmt.Errorf("template of %s rendered invalid YAML: %w", t.Def.Ref(), err)
 	}
 
-	entry := statusEntry{Name: t.Def.Name, Version: t.Def.Version, Digest: t.Digest()}
+	entry := StatusEntry{Name: t.Def.Name, Version: t.Def.Version, Digest: t.Digest()}
 	existing := map[string]bool{}
 	for _, field := range []string{"containers", "initContainers"} {
 		for _, c := range seqItems(mapGet(spec, field)) {
@@ -408,7 +409,7 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 }
 
 // strip removes what a previous run of an injector recorded.
-func strip(meta, spec *yaml.Node, e statusEntry) {
+func strip(meta, spec *yaml.Node, e StatusEntry) {
 	removeNamed(mapGet(spec, "containers"), e.Containers)
 	removeNamed(mapGet(spec, "initContainers"), e.InitContainers)
 	removeNamed(mapGet(spec, "volumes"), e.Volumes)
@@ -446,4 +447,20 @@ func podTemplateOf(obj *yaml.Node) (*yaml.Node, string, string) {
 		return mapGet(mapGet(mapGet(mapGet(obj, "spec"), "jobTemplate"), "spec"), "template"), kind, name
 	}
 	return nil, kind, name
+}
+
+// PodStatus reads the StatusAnnotation of a resource's pod template: which
+// built-in injectors injected it, and what they added. It returns the
+// resource's kind and name, and no entries for a resource without a pod
+// template or without injection.
+func PodStatus(doc string) (kind, name string, entries []StatusEntry, err error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &root); err != nil || len(root.Content) == 0 {
+		return "", "", nil, fmt.Errorf("reading a manifest: %v", err)
+	}
+	tmpl, kind, name := podTemplateOf(root.Content[0])
+	if tmpl == nil {
+		return kind, name, nil, nil
+	}
+	return kind, name, readStatus(mapGet(tmpl, "metadata")).Injectors, nil
 }

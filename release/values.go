@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 
+	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
@@ -68,4 +69,11 @@ func copyValue(x any) any {
 	default:
 		return x
 	}
+}
+
+// mustSemverLess compares two versions that the library already validated.
+func mustSemverLess(a, b string) bool {
+	va, err1 := semver.NewVersion(a)
+	vb, err2 := semver.NewVersion(b)
+	return err1 == nil && err2 == nil && va.LessThan(vb)
 }

@@ -18,11 +18,10 @@ manifest with the injectors you declare, and installs the result as an
 ordinary Helm release, so helm list, status, get, history, rollback, test
 and uninstall keep working.
 
-No mutating webhook is involved: the injectors used are recorded in the
-release itself.
+No mutating webhook is involved: the injectors used, and the version of
+each built-in one, are recorded in the release itself.
 
-Planned, not available yet: status, list, built-in versioned sidecar
-templates, helmfile integration, the Helm plugin.`
+Planned, not available yet: helmfile integration and the Helm plugin.`
 
 // exitError carries a specific exit code (for example diff's
 // --detailed-exitcode) up to Run without printing anything more.
@@ -65,6 +64,8 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newApplyCommand(settings),
 		newUpgradeCommand(settings),
 		newDiffCommand(settings),
+		newStatusCommand(settings),
+		newListCommand(settings),
 		newInjectorsCommand(),
 		newVersionCommand(),
 	)

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/cli"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/release"
+)
+
+// optionalLibrary loads the library when its folder exists; status and
+// list work without one (they then cannot say what is outdated).
+func optionalLibrary(dir string) (*inject.Library, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return inject.LoadLibrary(dir)
+}
+
+func writeStructured(w io.Writer, format string, v any) (bool, error) {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return true, err
+		}
+		_, err = w.Write(b)
+		return true, err
+	case "table", "":
+		return false, nil
+	}
+	return true, fmt.Errorf("unknown output format %q (want table, json or yaml)", format)
+}
+
+func newStatusCommand(settings *cli.EnvSettings) *cobra.Command {
+	var library, output string
+	cmd := &cobra.Command{
+		Use:   "status RELEASE",
+		Short: "Show a release's injectors, their versions, and what they added to each workload",
+		Long: `Show the injectors recorded in a release's latest revision, with the version
+of each built-in injector, the newest version the library offers (OUTDATED
+when newer), and per workload the containers each built-in injector added.
+Only the Helm release (its Secret in the cluster) is read.`,
+		Args: exactArgs(1, "a RELEASE name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lib, err := optionalLibrary(library)
+			if err != nil {
+				return err
+			}
+			cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			st := release.NewStatus(cfg)
+			st.Library = lib
+			rs, err := st.Run(args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if done, err := writeStructured(w, output, rs); done {
+				return err
+			}
+			fmt.Fprintf(w, "NAME: %s\nNAMESPACE: %s\nREVISION: %d\nSTATUS: %s\nCHART: %s\nSOURCE: %s\n\n", rs.Name, rs.Namespace, rs.Revision, rs.Status, rs.Chart, rs.Source)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "INJECTOR\tVERSION\tNEWEST\tOUTDATED")
+			for _, in := range rs.Injectors {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, dash(in.Version), dash(in.Newest), yes(in.Outdated))
+			}
+			tw.Flush()
+			if len(rs.Workloads) > 0 {
+				fmt.Fprintln(w)
+				tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "WORKLOAD\tINJECTOR\tVERSION\tADDED")
+				for _, wl := range rs.Workloads {
+					name := wl.Kind + "/" + wl.Name
+					if wl.Hook {
+						name += " (hook)"
+					}
+					for _, e := range wl.Injectors {
+						var added []string
+						for _, c := range e.Containers {
+							added = append(added, "container "+c)
+						}
+						for _, c := range e.InitContainers {
+							added = append(added, "init container "+c)
+						}
+						for _, v := range e.Volumes {
+							added = append(added, "volume "+v)
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, e.Name, e.Version, strings.Join(added, ", "))
+					}
+				}
+				tw.Flush()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&library, "injector-library", defaultLibrary, "the injector library, for the NEWEST and OUTDATED columns (optional)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func newListCommand(settings *cli.EnvSettings) *cobra.Command {
+	var library, output string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the releases helm-inject manages, with their injectors and versions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			lib, err := optionalLibrary(library)
+			if err != nil {
+				return err
+			}
+			cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			ls := release.NewList(cfg)
+			ls.AllNamespaces = all
+			ls.Library = lib
+			rels, err := ls.Run()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if done, err := writeStructured(w, output, rels); done {
+				return err
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tNAMESPACE\tREVISION\tSTATUS\tCHART\tINJECTORS\tOUTDATED")
+			for _, r := range rels {
+				var inj []string
+				for _, in := range r.Injectors {
+					s := in.Name
+					if in.Version != "" {
+						s += "@" + in.Version
+					}
+					inj = append(inj, s)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.Namespace, r.Revision, r.Status, r.Chart, strings.Join(inj, ", "), yes(r.Outdated))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list releases in every namespace")
+	cmd.Flags().StringVar(&library, "injector-library", defaultLibrary, "the injector library, for the OUTDATED column (optional)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

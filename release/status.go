@@ -1,0 +1,136 @@
+package release
+
+import (
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+)
+
+// InjectorState is one injector of a release, with what the library
+// offers now.
+type InjectorState struct {
+	Name string `json:"name"`
+	// Version is the recorded version of a built-in injector; empty for an
+	// external command.
+	Version string `json:"version,omitempty"`
+	// Newest is the library's newest version, when a library was given.
+	Newest   string `json:"newest,omitempty"`
+	Outdated bool   `json:"outdated"`
+}
+
+// WorkloadState is what the built-in injectors added to one workload.
+type WorkloadState struct {
+	Kind      string               `json:"kind"`
+	Name      string               `json:"name"`
+	Hook      bool                 `json:"hook,omitempty"`
+	Injectors []inject.StatusEntry `json:"injectors"`
+}
+
+// ReleaseState is a helm-inject release as its latest revision records it.
+type ReleaseState struct {
+	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
+	Revision  int             `json:"revision"`
+	Status    string          `json:"status"`
+	Chart     string          `json:"chart"`
+	Source    string          `json:"source,omitempty"`
+	Injectors []InjectorState `json:"injectors"`
+	Outdated  bool            `json:"outdated"`
+	Workloads []WorkloadState `json:"workloads,omitempty"`
+}
+
+// Status reads one release's injectors and per-workload injections from
+// its latest revision in Helm's storage; nothing else is queried.
+type Status struct {
+	cfg *action.Configuration
+	// Library, when set, supplies the newest versions for OUTDATED.
+	Library *inject.Library
+}
+
+// NewStatus returns a Status bound to a Helm configuration.
+func NewStatus(cfg *action.Configuration) *Status { return &Status{cfg: cfg} }
+
+// Run reports on release name.
+func (s *Status) Run(name string) (*ReleaseState, error) {
+	rel, err := s.cfg.Releases.Last(name)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	st := releaseState(rel, s.Library)
+	docs, err := releaseDocuments(rel)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	for _, d := range docs {
+		kind, wname, entries, err := inject.PodStatus(d.Content)
+		if err != nil {
+			return nil, fmt.Errorf("release %q: %s: %w", name, d.ID, err)
+		}
+		if len(entries) > 0 {
+			st.Workloads = append(st.Workloads, WorkloadState{Kind: kind, Name: wname, Hook: d.Hook != "", Injectors: entries})
+		}
+	}
+	return st, nil
+}
+
+// IsManaged reports whether helm-inject made a release.
+func IsManaged(rel *release.Release) bool {
+	if rel.Chart == nil || rel.Chart.Metadata == nil {
+		return false
+	}
+	_, ok := rel.Chart.Metadata.Annotations[chartify.AnnotationSource]
+	return ok
+}
+
+func releaseState(rel *release.Release, lib *inject.Library) *ReleaseState {
+	st := &ReleaseState{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Status: rel.Info.Status.String(), Injectors: []InjectorState{}}
+	if md := rel.Chart.Metadata; md != nil {
+		st.Chart = md.Name + "-" + md.Version
+		st.Source = md.Annotations[chartify.AnnotationSource]
+		for _, r := range injectorRecords(md.Annotations) {
+			is := InjectorState{Name: r.Name, Version: r.Version}
+			if lib != nil && r.Version != "" {
+				if newest := lib.Newest(r.Name); newest != nil {
+					is.Newest = newest.Version
+					is.Outdated = mustSemverLess(r.Version, newest.Version)
+				}
+			}
+			st.Outdated = st.Outdated || is.Outdated
+			st.Injectors = append(st.Injectors, is)
+		}
+	}
+	return st
+}
+
+// List finds every release that helm-inject manages.
+type List struct {
+	cfg           *action.Configuration
+	AllNamespaces bool
+	Library       *inject.Library
+}
+
+// NewList returns a List bound to a Helm configuration.
+func NewList(cfg *action.Configuration) *List { return &List{cfg: cfg} }
+
+// Run lists the managed releases, sorted by namespace and name.
+func (l *List) Run() ([]*ReleaseState, error) {
+	ls := action.NewList(l.cfg)
+	ls.AllNamespaces = l.AllNamespaces
+	ls.All = true
+	ls.SetStateMask()
+	rels, err := ls.Run()
+	if err != nil {
+		return nil, fmt.Errorf("listing releases: %w", err)
+	}
+	out := []*ReleaseState{}
+	for _, r := range rels {
+		if IsManaged(r) {
+			out = append(out, releaseState(r, l.Library))
+		}
+	}
+	return out, nil
+}
