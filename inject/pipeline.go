@@ -2,6 +2,8 @@ package inject
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -25,12 +27,20 @@ type Pipeline struct {
 	SkipTests bool
 }
 
+// Step records one injector's run: a digest of the documents it returned,
+// which identifies what an external injector added.
+type Step struct {
+	Injector     Injector
+	OutputDigest string
+}
+
 // Run gives every selected document to each injector in turn (one run per
 // injector, one multi-document stream), checks what comes back, and returns
-// all documents in their original order with the injected ones replaced.
-func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
+// all documents in their original order with the injected ones replaced,
+// and one Step per injector.
+func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) ([]manifest.Document, []Step, error) {
 	if len(p.Injectors) == 0 {
-		return docs, nil
+		return docs, nil, nil
 	}
 	var idx []int
 	var selected []manifest.Document
@@ -42,12 +52,12 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 		selected = append(selected, d)
 	}
 	if len(selected) == 0 {
-		return docs, nil
+		return docs, nil, nil
 	}
 
 	tmp, err := os.MkdirTemp("", "helm-inject-")
 	if err != nil {
-		return nil, fmt.Errorf("release %q: creating a private temporary folder: %w", env.Release, err)
+		return nil, nil, fmt.Errorf("release %q: creating a private temporary folder: %w", env.Release, err)
 	}
 	defer os.RemoveAll(tmp)
 	env.TempDir = tmp
@@ -56,17 +66,20 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	steps := make([]Step, 0, len(p.Injectors))
 	for _, inj := range p.Injectors {
 		if selected, err = p.runOne(ctx, inj, selected, env, timeout); err != nil {
-			return nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
+			return nil, nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
 		}
+		sum := sha256.Sum256([]byte(manifest.Join(selected)))
+		steps = append(steps, Step{Injector: inj, OutputDigest: "sha256:" + hex.EncodeToString(sum[:])})
 	}
 	out := make([]manifest.Document, len(docs))
 	copy(out, docs)
 	for j, i := range idx {
 		out[i] = selected[j]
 	}
-	return out, nil
+	return out, steps, nil
 }
 
 func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Document, env Env, timeout time.Duration) ([]manifest.Document, error) {

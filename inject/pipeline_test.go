@@ -60,9 +60,13 @@ func TestPipelineRunsEachInjectorOncePerRelease(t *testing.T) {
 	second := script(t, `echo run >> "`+count+`"; [ "$HELM_INJECT_RELEASE" = rel ] && [ "$HELM_INJECT_NAMESPACE" = ns ] && [ "$HELM_INJECT_CHART" = chart ] || exit 7; cat`)
 	p := &Pipeline{Injectors: []Injector{mustCommand(t, first+" FILE"), mustCommand(t, second)}}
 	in := docs(t, deployA, podB, cmC)
-	out, err := p.Run(t.Context(), in, Env{Release: "rel", Namespace: "ns", Chart: "chart"})
+	out, steps, err := p.Run(t.Context(), in, Env{Release: "rel", Namespace: "ns", Chart: "chart"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The second injector (cat) returns what it got: same digest.
+	if len(steps) != 2 || steps[0].OutputDigest != steps[1].OutputDigest || !strings.HasPrefix(steps[1].OutputDigest, "sha256:") {
+		t.Errorf("steps = %+v, want two with the same output digest", steps)
 	}
 	runs, _ := os.ReadFile(count)
 	if got := strings.Count(string(runs), "run"); got != 2 {
@@ -85,7 +89,7 @@ func TestPipelineSkipsHooksAndTestsWhenAsked(t *testing.T) {
 		{Injectors: []Injector{inj}, SkipTests: true},
 		{Injectors: []Injector{inj}, SkipHooks: true},
 	} {
-		out, err := p.Run(t.Context(), in, Env{Release: "r"})
+		out, _, err := p.Run(t.Context(), in, Env{Release: "r"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +125,7 @@ func TestPipelineErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &Pipeline{Injectors: []Injector{mustCommand(t, tt.command)}}
-			_, err := p.Run(t.Context(), in, Env{Release: "shop", Namespace: "ns"})
+			_, _, err := p.Run(t.Context(), in, Env{Release: "shop", Namespace: "ns"})
 			var ie *Error
 			if !errors.As(err, &ie) {
 				t.Fatalf("error = %v, want an *inject.Error", err)
@@ -140,7 +144,7 @@ func TestPipelineTimeoutKillsTheInjectorAndItsChildren(t *testing.T) {
 	// shell died if only the shell were killed.
 	inj := mustCommand(t, script(t, `sleep 300 & echo $! > "`+pidFile+`"; wait`))
 	p := &Pipeline{Injectors: []Injector{inj}, Timeout: 300 * time.Millisecond}
-	_, err := p.Run(t.Context(), docs(t, deployA), Env{Release: "shop"})
+	_, _, err := p.Run(t.Context(), docs(t, deployA), Env{Release: "shop"})
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms (--injector-timeout)") {
 		t.Fatalf("error = %v, want a timeout naming --injector-timeout", err)
 	}
@@ -163,7 +167,7 @@ func TestPipelineRemovesItsTemporaryFolder(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	for _, line := range []string{script(t, "cat \"$1\"") + " FILE", script(t, "exit 1") + " FILE"} {
 		p := &Pipeline{Injectors: []Injector{mustCommand(t, line)}}
-		_, _ = p.Run(context.Background(), docs(t, deployA), Env{Release: "r"})
+		_, _, _ = p.Run(context.Background(), docs(t, deployA), Env{Release: "r"})
 		left, _ := os.ReadDir(tmp)
 		if len(left) != 0 {
 			t.Errorf("after %q, %s still holds %v", line, tmp, left[0].Name())

@@ -253,3 +253,27 @@ func parseAll(t *testing.T, stream string) []manifest.Document {
 	}
 	return out
 }
+
+func TestTemplateSelectionByKindAndName(t *testing.T) {
+	def, err := ParseDefinition("sel.yaml", []byte("name: sel\nversion: 1.0.0\nselect:\n  kinds: [Deployment, CronJob]\n  names: [\"w*\", report]\ntemplate: |\n  annotations:\n    selected: \"yes\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj, err := NewTemplateInjector(def, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := inj.Inject(t.Context(), readFixture(t, "mixed.yaml"), Env{Release: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, d := range parseAll(t, string(out)) {
+		got[d.ID.Kind+"/"+d.ID.Name] = strings.Contains(d.Content, "selected: \"yes\"")
+	}
+	// legacy is a Deployment but neither matches a glob nor wants injection.
+	want := map[string]bool{"Deployment/web": true, "StatefulSet/db": false, "CronJob/report": true, "Deployment/legacy": false, "ConfigMap/settings": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("selection (-want +got):\n%s", diff)
+	}
+}

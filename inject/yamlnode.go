@@ -63,10 +63,26 @@ func seqItems(s *yaml.Node) []*yaml.Node {
 	return s.Content
 }
 
-// setScalar sets key in m to a string value, quoted when it would read as
-// another type.
+// yaml11Special reports plain scalars that YAML 1.1 parsers, Kubernetes'
+// among them, read as booleans or null; yaml.v3 (YAML 1.2) would write them
+// unquoted.
+func yaml11Special(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO",
+		"true", "True", "TRUE", "false", "False", "FALSE",
+		"on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~":
+		return true
+	}
+	return false
+}
+
+// setScalar sets key in m to a string value, quoted when a YAML 1.1 or 1.2
+// parser would read it as another type.
 func setScalar(m *yaml.Node, key, value string) {
 	v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
+	if yaml11Special(value) || value == "" {
+		v.Style = yaml.DoubleQuotedStyle
+	}
 	if existing := mapGet(m, key); existing != nil {
 		*existing = *v
 		return

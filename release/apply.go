@@ -285,16 +285,19 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	}
 	run := *p
 	run.Injectors = resolved
-	docs, err := run.Run(ctx, rendered.Documents, inject.Env{
+	docs, steps, err := run.Run(ctx, rendered.Documents, inject.Env{
 		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
 	})
 	if err != nil {
 		return nil, err
 	}
-	records := make([]chartify.InjectorRecord, 0, len(resolved))
-	for _, inj := range resolved {
-		rec := chartify.InjectorRecord{Name: inj.Name()}
-		if ti, ok := inj.(*inject.TemplateInjector); ok {
+	// A built-in injector is recorded by version and the digest of its
+	// definition and parameters; an external one by its spec and a digest
+	// of what it produced.
+	records := make([]chartify.InjectorRecord, 0, len(steps))
+	for _, st := range steps {
+		rec := chartify.InjectorRecord{Name: st.Injector.Name(), Digest: st.OutputDigest}
+		if ti, ok := st.Injector.(*inject.TemplateInjector); ok {
 			rec = chartify.InjectorRecord{Name: ti.Def.Name, Version: ti.Def.Version, Digest: ti.Digest()}
 		}
 		records = append(records, rec)

@@ -121,8 +121,10 @@ func injectorChanges(before, after []chartify.InjectorRecord) []string {
 			lines = append(lines, fmt.Sprintf("injector %s: added%s", r.Name, versionSuffix(r)))
 		case o.Version != r.Version:
 			lines = append(lines, fmt.Sprintf("injector %s: %s → %s", r.Name, o.Version, r.Version))
-		case o.Digest != r.Digest:
+		case o.Digest != r.Digest && r.Version != "":
 			lines = append(lines, fmt.Sprintf("injector %s: %s with other parameters", r.Name, r.Version))
+		case o.Digest != r.Digest:
+			lines = append(lines, fmt.Sprintf("injector %s: its output changed", r.Name))
 		}
 	}
 	for _, r := range before {
