@@ -105,7 +105,7 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 // HasChanges reports whether applying would change any resource or the
 // recorded injectors.
 func (r *DiffResult) HasChanges() bool {
-	return len(r.Changes) > 0 || !reflect.DeepEqual(r.InjectorsBefore, r.InjectorsAfter)
+	return len(r.Changes) > 0 || len(injectorChanges(r.InjectorsBefore, r.InjectorsAfter)) > 0
 }
 
 func injectorRecords(ann map[string]string) []chartify.InjectorRecord {

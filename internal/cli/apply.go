@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/cli"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
-	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -25,9 +23,7 @@ to the cluster.`
 
 // applyFlags are the flags of apply and upgrade.
 type applyFlags struct {
-	chart        chartFlags
-	injectors    injectFlags
-	injectDir    string
+	releaseInputs
 	keepChart    string
 	install      bool
 	createNS     bool
@@ -40,20 +36,12 @@ type applyFlags struct {
 	dryRun       bool
 	noHooks      bool
 	skipCRDs     bool
-	resetValues  bool
-	reuseValues  bool
-	resetThen    bool
-	skipSchema   bool
 	forceUpgrade bool
-	reconcile    string
-	updateInj    bool
 }
 
 func (a *applyFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	a.chart.add(f)
-	a.injectors.add(f)
-	f.StringVar(&a.injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	a.releaseInputs.add(f)
 	f.StringVar(&a.keepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it")
 	f.BoolVar(&a.createNS, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&a.wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
@@ -65,17 +53,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.dryRun, "dry-run", false, "simulate: render, inject and validate, then print what would be installed")
 	f.BoolVar(&a.noHooks, "no-hooks", false, "do not run hooks")
 	f.BoolVar(&a.skipCRDs, "skip-crds", false, "do not install CRDs on a first install")
-	f.BoolVar(&a.resetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
-	f.BoolVar(&a.reuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides")
-	f.BoolVar(&a.resetThen, "reset-then-reuse-values", false, "when upgrading, reset the values to the chart's, then apply the last release's values and the overrides")
-	f.BoolVar(&a.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
 	f.BoolVar(&a.forceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
-	addReconcileFlags(f, &a.reconcile, &a.updateInj)
-}
-
-func addReconcileFlags(f *pflag.FlagSet, strategy *string, update *bool) {
-	f.StringVar(strategy, "reconcile", string(inject.ReconcileAlways), "when a release moves to a newer version of a built-in injector: always, never (keep the recorded version), with-chart (move only when the release changes anyway)")
-	f.BoolVar(update, "update-injectors", false, "move built-in injectors to the version their constraint resolves to now, whatever --reconcile says")
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -111,24 +89,11 @@ func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
 }
 
 func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
-	name, ref := args[0], args[1]
-	mode, err := valuesMode(a.resetValues, a.reuseValues, a.resetThen)
+	l, err := a.load(cmd, settings, args)
 	if err != nil {
 		return err
 	}
-	p, err := a.injectors.pipeline()
-	if err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	src, vals, err := a.chart.load(settings, ref, cmd.ErrOrStderr())
-	if err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
-	if err != nil {
-		return err
-	}
-	ap := release.NewApply(cfg)
+	ap := release.NewApply(l.cfg)
 	ap.Namespace = settings.Namespace()
 	ap.Install = a.install
 	ap.CreateNamespace = a.createNS
@@ -139,17 +104,14 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.DisableHooks = a.noHooks
 	ap.SkipCRDs = a.skipCRDs
 	ap.SkipSchemaValidation = a.skipSchema
-	ap.ValuesMode = mode
+	ap.ValuesMode = l.valuesMode
 	ap.ForceUpgrade = a.forceUpgrade
-	if ap.Reconcile, err = inject.ParseReconcileStrategy(a.reconcile); err != nil {
-		return err
-	}
-	ap.UpdateInjectors = a.updateInj
-	ap.Pipeline = p
+	ap.Reconcile, ap.UpdateInjectors = l.strategy, a.updateInj
+	ap.Pipeline = l.pipeline
 	ap.InjectDir = a.injectDir
 	ap.KeepChart = a.keepChart
 
-	res, err := ap.Run(cmd.Context(), name, src, vals)
+	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)
 	if err != nil {
 		return err
 	}

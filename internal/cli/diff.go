@@ -2,14 +2,12 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"helm.sh/helm/v3/pkg/cli"
 
-	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -24,32 +22,18 @@ exit code is 2 when there are changes, 0 when there are none and 1 on error.
 helm-diff's spelling.`
 
 type diffFlags struct {
-	chart        chartFlags
-	injectors    injectFlags
-	injectDir    string
-	resetValues  bool
-	reuseValues  bool
-	resetThen    bool
-	skipSchema   bool
+	releaseInputs
 	unreleased   bool
 	detailedExit bool
 	print        release.DiffPrintOptions
 	output       string
 	color        bool
 	noColor      bool
-	reconcile    string
-	updateInj    bool
 }
 
 func (d *diffFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	d.chart.add(f)
-	d.injectors.add(f)
-	f.StringVar(&d.injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
-	f.BoolVar(&d.resetValues, "reset-values", false, "compare as an upgrade with --reset-values would render")
-	f.BoolVar(&d.reuseValues, "reuse-values", false, "compare as an upgrade with --reuse-values would render")
-	f.BoolVar(&d.resetThen, "reset-then-reuse-values", false, "compare as an upgrade with --reset-then-reuse-values would render")
-	f.BoolVar(&d.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
+	d.releaseInputs.add(f)
 	f.BoolVar(&d.unreleased, "allow-unreleased", false, "a release that does not exist yet shows every resource as added, instead of an error")
 	f.BoolVar(&d.detailedExit, "detailed-exitcode", false, "exit 2 when there are changes, 0 when there are none")
 	f.IntVarP(&d.print.Context, "context", "C", 3, "lines of unchanged context around each change")
@@ -58,7 +42,6 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.print.SuppressSecrets, "suppress-secrets", false, "leave Secrets out of the output")
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
-	addReconcileFlags(f, &d.reconcile, &d.updateInj)
 }
 
 func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -90,35 +73,19 @@ func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
 }
 
 func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
-	name, ref := args[0], args[1]
-	mode, err := valuesMode(d.resetValues, d.reuseValues, d.resetThen)
+	l, err := d.load(cmd, settings, args)
 	if err != nil {
 		return err
 	}
-	p, err := d.injectors.pipeline()
-	if err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	src, vals, err := d.chart.load(settings, ref, cmd.ErrOrStderr())
-	if err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
-	if err != nil {
-		return err
-	}
-	df := release.NewDiff(cfg)
+	df := release.NewDiff(l.cfg)
 	df.Namespace = settings.Namespace()
-	df.ValuesMode = mode
+	df.ValuesMode = l.valuesMode
 	df.SkipSchemaValidation = d.skipSchema
 	df.AllowUnreleased = d.unreleased
-	df.Pipeline = p
+	df.Pipeline = l.pipeline
 	df.InjectDir = d.injectDir
-	if df.Reconcile, err = inject.ParseReconcileStrategy(d.reconcile); err != nil {
-		return err
-	}
-	df.UpdateInjectors = d.updateInj
-	res, err := df.Run(cmd.Context(), name, src, vals)
+	df.Reconcile, df.UpdateInjectors = l.strategy, d.updateInj
+	res, err := df.Run(cmd.Context(), l.name, l.src, l.vals)
 	if err != nil {
 		return err
 	}
