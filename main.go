@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/helm-inject/helm-inject/helmfile"
 	"github.com/helm-inject/helm-inject/internal/cli"
 )
 
@@ -16,7 +17,13 @@ func main() {
 	// Ctrl-C and SIGTERM cancel the context: injectors are killed and
 	// temporary files are removed before the process exits.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	var code int
+	if os.Getenv(helmfile.EnvAsHelm) != "" {
+		// Run by helmfile as its helm binary (see helmfile/shim.go).
+		code = helmfile.Shim(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, cli.Run)
+	} else {
+		code = cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }

@@ -129,11 +129,33 @@ build_istioctl() {
   stamp istioctl "$ISTIO_VERSION"
 }
 
+# helmfile's go.mod has replace directives (pinning k8s.io modules), so it
+# is built from a wrapper module that copies them.
+build_helmfile() {
+  fresh helmfile "$HELMFILE_VERSION" && return
+  log "building helmfile $HELMFILE_VERSION (10-13 minutes on a cold cache)"
+  local dir="$src/helmfile"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local gomod
+  gomod=$(cd "$dir" && go mod download -json "github.com/helmfile/helmfile@$HELMFILE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  {
+    printf 'module helm-inject.local/tools/helmfile\n\ngo 1.26\n\nrequire github.com/helmfile/helmfile %s\n\n' "$HELMFILE_VERSION"
+    sed -n '/^replace (/,/^)/p' "$gomod" | grep -v '^\s*//'
+  } >"$dir/go.mod"
+  (
+    cd "$dir"
+    go get "github.com/helmfile/helmfile@$HELMFILE_VERSION"
+    go build -trimpath -ldflags "-s -w -X go.szostok.io/version.version=$HELMFILE_VERSION" -o "$bin/helmfile" github.com/helmfile/helmfile
+  )
+  stamp helmfile "$HELMFILE_VERSION"
+}
+
 build() {
   case "$1" in
     helm) build_helm ;;
     kwok) build_kwok ;;
     istioctl) build_istioctl ;;
+    helmfile) build_helmfile ;;
     etcd) build_etcd ;;
     kubernetes | kube-apiserver | kube-controller-manager | kube-scheduler) build_kubernetes ;;
     *) echo "tools: unknown tool $1" >&2; exit 2 ;;

@@ -67,6 +67,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newStatusCommand(settings),
 		newListCommand(settings),
 		newInjectorsCommand(),
+		newHelmfileCommand(),
 		newVersionCommand(),
 	)
 	return root

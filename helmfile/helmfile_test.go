@@ -1,0 +1,127 @@
+package helmfile
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+)
+
+func TestParseCall(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		verb     string
+		injected bool
+		inject   []string
+		rest     []string
+	}{
+		{"upgrade from helmfile",
+			[]string{"--kube-context", "dev", "upgrade", "--install", "api", "./chart", "--post-renderer", "/usr/bin/helm-inject", "--post-renderer-args=--injector", "--post-renderer-args=x f=FILE", "--history-max", "10"},
+			"upgrade", true, []string{"--injector", "x f=FILE"},
+			[]string{"--kube-context", "dev", "upgrade", "--install", "api", "./chart", "--history-max", "10"}},
+		{"diff upgrade",
+			[]string{"diff", "upgrade", "--allow-unreleased", "api", "c", "--post-renderer=helm-inject", "--post-renderer-args", "--with", "--post-renderer-args", "a@1"},
+			"diff", true, []string{"--with", "a@1"},
+			[]string{"diff", "upgrade", "--allow-unreleased", "api", "c"}},
+		{"another post-renderer is left to helm",
+			[]string{"upgrade", "--install", "api", "c", "--post-renderer", "./kustomize.sh", "--post-renderer-args=x"},
+			"upgrade", false, nil,
+			[]string{"upgrade", "--install", "api", "c"}},
+		{"plain call", []string{"version", "--short"}, "version", false, nil, []string{"version", "--short"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ParseCall(tt.args)
+			if c.Verb != tt.verb || c.Injected != tt.injected {
+				t.Errorf("verb %q injected %v, want %q %v", c.Verb, c.Injected, tt.verb, tt.injected)
+			}
+			if diff := cmp.Diff(tt.inject, c.InjectArgs); diff != "" {
+				t.Errorf("inject args (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.rest, c.Rest); diff != "" {
+				t.Errorf("rest (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	in := `repositories:
+- name: stable
+  url: https://charts.example
+releases:
+- name: myapp
+  chart: repo/anychart
+  injector: "istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml"
+  values:
+  - values.yaml
+- name: api
+  chart: ./api
+  injectors:
+  - linkerd inject,--manual,FILE
+  - inject: my-injector --label 'a b' FILE
+  - with: log-shipper@^1
+    params:
+      destination: logs:24224
+    reconcile: never
+  namespace: prod
+- name: templated
+  injector: {{ .Values.injector | quote }}
+- name: plain
+  chart: ./plain
+`
+	out, changed, err := Translate("helmfile.yaml", in, "/state")
+	if err != nil || !changed {
+		t.Fatalf("Translate: changed=%v err=%v", changed, err)
+	}
+	// Without the template line, the result is YAML that says exactly this.
+	var got struct {
+		Releases []struct {
+			Name             string
+			PostRenderer     string   `yaml:"postRenderer"`
+			PostRendererArgs []string `yaml:"postRendererArgs"`
+			Values           []string
+			Namespace        string
+		}
+	}
+	plain := strings.Replace(out, "{{ .Values.injector | quote }}", `"spec from values"`, 1)
+	if err := yaml.Unmarshal([]byte(plain), &got); err != nil {
+		t.Fatalf("translated state is not YAML: %v\n%s", err, out)
+	}
+	want := [][]string{
+		{"--injector-dir", "/state", "--injector", "istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml"},
+		{"--injector-dir", "/state", "--injector", "linkerd inject,--manual,FILE", "--inject", "my-injector --label 'a b' FILE",
+			"--with", "log-shipper@^1", "--with-set", "log-shipper.destination=logs:24224", "--reconcile", "never"},
+		{"--injector-dir", "/state", "--injector", "spec from values"},
+		nil,
+	}
+	for i, r := range got.Releases {
+		if diff := cmp.Diff(want[i], r.PostRendererArgs); diff != "" {
+			t.Errorf("release %s args (-want +got):\n%s", r.Name, diff)
+		}
+		if (want[i] != nil) != (r.PostRenderer == Marker) {
+			t.Errorf("release %s postRenderer = %q", r.Name, r.PostRenderer)
+		}
+	}
+	if got.Releases[0].Values[0] != "values.yaml" || got.Releases[1].Namespace != "prod" {
+		t.Errorf("other fields were not kept: %+v", got.Releases)
+	}
+	if !strings.Contains(out, "  - \"--injector\"\n    - {{ .Values.injector | quote }}") {
+		t.Errorf("the template action was not copied as written:\n%s", out)
+	}
+
+	if _, changed, _ := Translate("h.yaml", "releases:\n- name: a\n  chart: b\n", "/"); changed {
+		t.Errorf("a state file without injector fields was changed")
+	}
+	for _, bad := range []struct{ in, want string }{
+		{"releases:\n- name: a\n  injector:\n", "h.yaml:3: injector: needs a value"},
+		{"releases:\n- name: a\n  injectors:\n  - {{ .Values.x }}\n", "h.yaml:3: injectors: may not contain template actions"},
+		{"releases:\n- name: a\n  injectors:\n  - params: {a: b}\n", "injectors item 1 needs one of inject, injector or with"},
+	} {
+		if _, _, err := Translate("h.yaml", bad.in, "/"); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Translate(%q) error = %v, want %q", bad.in, err, bad.want)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+// Package helmfile connects helm-inject to helmfile. helmfile runs
+// helm-inject as its helm binary (the "shim"): a call for a release whose
+// post-renderer is helm-inject (upgrade, template, diff upgrade) runs the
+// inject pipeline, with the post-renderer arguments as injector flags; every
+// other call goes to the real helm unchanged (same arguments, same output,
+// same exit code). The wrapper (`helm-inject helmfile ...`) translates
+// `injector:` and `injectors:` release fields into that form and runs the
+// real helmfile.
+package helmfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Environment variables of the shim.
+const (
+	// EnvAsHelm makes helm-inject behave as helm (set by the wrapper for
+	// the helmfile it runs).
+	EnvAsHelm = "HELM_INJECT_AS_HELM"
+	// EnvRealHelm is the helm binary the shim hands other calls to.
+	EnvRealHelm = "HELM_INJECT_HELM"
+)
+
+// Marker is the post-renderer name that selects helm-inject's pipeline:
+// `postRenderer: helm-inject` (a path ending in helm-inject also counts).
+const Marker = "helm-inject"
+
+// globalValueFlag reports helm's global flags that take a value as the
+// next argument; helmfile puts some of them before the verb.
+func globalValueFlag(f string) bool {
+	switch f {
+	case "--kubeconfig", "--kube-context", "--namespace", "-n",
+		"--kube-apiserver", "--kube-as-user", "--kube-as-group", "--kube-token",
+		"--kube-ca-file", "--kube-tls-server-name", "--registry-config",
+		"--repository-cache", "--repository-config", "--burst-limit", "--qps":
+		return true
+	}
+	return false
+}
+
+// Call is one helm invocation as helmfile made it.
+type Call struct {
+	Args []string
+	// Verb is the helm subcommand ("upgrade", "template", "diff", ...).
+	Verb string
+	// Injected is true when the call's post-renderer is helm-inject.
+	Injected bool
+	// InjectArgs are the post-renderer arguments: helm-inject's injector
+	// flags.
+	InjectArgs []string
+	// Rest is Args without the post-renderer flags.
+	Rest []string
+}
+
+// ParseCall reads a helm argument list.
+func ParseCall(args []string) Call {
+	c := Call{Args: args}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--post-renderer" && i+1 < len(args):
+			c.Injected = c.Injected || isMarker(args[i+1])
+			i++
+			continue
+		case strings.HasPrefix(a, "--post-renderer="):
+			c.Injected = c.Injected || isMarker(strings.TrimPrefix(a, "--post-renderer="))
+			continue
+		case a == "--post-renderer-args" && i+1 < len(args):
+			c.InjectArgs = append(c.InjectArgs, args[i+1])
+			i++
+			continue
+		case strings.HasPrefix(a, "--post-renderer-args="):
+			c.InjectArgs = append(c.InjectArgs, strings.TrimPrefix(a, "--post-renderer-args="))
+			continue
+		}
+		if c.Verb == "" && !strings.HasPrefix(a, "-") {
+			c.Verb = a
+		} else if c.Verb == "" && globalValueFlag(a) && i+1 < len(args) {
+			c.Rest = append(c.Rest, a, args[i+1])
+			i++
+			continue
+		}
+		c.Rest = append(c.Rest, a)
+	}
+	if !c.Injected {
+		c.InjectArgs = nil
+	}
+	return c
+}
+
+func isMarker(p string) bool {
+	base := filepath.Base(p)
+	return base == Marker || base == Marker+".exe"
+}
+
+// Runner runs helm-inject's own command line in-process.
+type Runner func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+// Shim answers one helm call: the inject pipeline for an injected upgrade,
+// template or diff, the real helm for anything else.
+func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, run Runner) int {
+	c := ParseCall(args)
+	if c.Injected && (c.Verb == "upgrade" || c.Verb == "template" || c.Verb == "diff") {
+		return run(ctx, append(c.Rest, c.InjectArgs...), stdin, stdout, stderr)
+	}
+	helm, err := RealHelm()
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "Error: running %s: %v\n", helm, err)
+		return 1
+	}
+	return 0
+}
+
+// RealHelm finds the helm binary the shim hands calls to: $HELM_INJECT_HELM,
+// else "helm" on PATH (which must not be helm-inject itself).
+func RealHelm() (string, error) {
+	if p := os.Getenv(EnvRealHelm); p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("helm")
+	if err != nil {
+		return "", fmt.Errorf("no helm binary for the calls helm-inject does not handle: set %s or put helm on PATH", EnvRealHelm)
+	}
+	self, _ := os.Executable()
+	if same(p, self) {
+		return "", fmt.Errorf("helm on PATH is helm-inject itself; set %s to the real helm", EnvRealHelm)
+	}
+	return p, nil
+}
+
+func same(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}

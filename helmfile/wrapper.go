@@ -1,0 +1,182 @@
+package helmfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Wrapper runs the real helmfile with helm-inject as its helm binary, on
+// state files whose injector fields were translated.
+type Wrapper struct {
+	// Helmfile is the helmfile binary; empty means $HELMFILE_BINARY or
+	// "helmfile" on PATH.
+	Helmfile string
+	// Self is helm-inject's own executable.
+	Self           string
+	Stdout, Stderr io.Writer
+	Stdin          io.Reader
+}
+
+// Run runs helmfile with args and returns its exit code.
+func (w *Wrapper) Run(ctx context.Context, args []string) int {
+	code, err := w.run(ctx, args)
+	if err != nil {
+		fmt.Fprintf(w.Stderr, "Error: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
+	helmfile := w.Helmfile
+	if helmfile == "" {
+		helmfile = os.Getenv("HELMFILE_BINARY")
+	}
+	if helmfile == "" {
+		p, err := exec.LookPath("helmfile")
+		if err != nil {
+			return 0, errors.New("helmfile not found on PATH (or set HELMFILE_BINARY)")
+		}
+		helmfile = p
+	}
+
+	args, realHelm := takeHelmBinary(args)
+	if realHelm == "" {
+		realHelm = os.Getenv("HELMFILE_HELM_BINARY")
+	}
+	if realHelm == "" {
+		p, err := exec.LookPath("helm")
+		if err != nil {
+			return 0, errors.New("helm not found on PATH (or pass --helm-binary)")
+		}
+		realHelm = p
+	}
+
+	args, state, err := stateFileArg(args)
+	if err != nil {
+		return 0, err
+	}
+	if state != "" {
+		translated, cleanup, err := translateFile(state)
+		if err != nil {
+			return 0, err
+		}
+		defer cleanup()
+		args = append([]string{"--file", translated}, args...)
+	}
+
+	cmd := exec.CommandContext(ctx, helmfile, append([]string{"--helm-binary", w.Self}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = w.Stdin, w.Stdout, w.Stderr
+	cmd.Env = append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm)
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), nil
+		}
+		return 0, fmt.Errorf("running %s: %w", helmfile, err)
+	}
+	return 0, nil
+}
+
+// takeHelmBinary removes helmfile's --helm-binary/-b flag, whose value is
+// the real helm: helm-inject puts itself there instead.
+func takeHelmBinary(args []string) ([]string, string) {
+	var out []string
+	helm := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case (a == "--helm-binary" || a == "-b") && i+1 < len(args):
+			helm = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--helm-binary="):
+			helm = strings.TrimPrefix(a, "--helm-binary=")
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, helm
+}
+
+// stateFileArg removes --file/-f from args and returns the state file to
+// translate: the one given, or helmfile's default in the current folder.
+// It returns "" when helmfile would read a folder (helmfile.d), which is
+// passed through untranslated.
+func stateFileArg(args []string) ([]string, string, error) {
+	var out []string
+	file := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case (a == "--file" || a == "-f") && i+1 < len(args):
+			file = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--file="):
+			file = strings.TrimPrefix(a, "--file=")
+		default:
+			out = append(out, a)
+		}
+	}
+	if file == "" {
+		// The files helmfile reads when -f is not given.
+		for _, f := range []string{"helmfile.yaml", "helmfile.yaml.gotmpl", "helmfile.yml", "helmfile.yml.gotmpl"} {
+			if _, err := os.Stat(f); err == nil {
+				file = f
+				break
+			}
+		}
+	}
+	if file == "" {
+		return args, "", nil
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("state file: %w", err)
+	}
+	if fi.IsDir() {
+		return args, "", nil
+	}
+	return out, file, nil
+}
+
+// translateFile writes the translated state file next to the original (so
+// relative paths in it keep working) under a hidden name, and returns its
+// path and a function that removes it.
+func translateFile(file string) (string, func(), error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", nil, err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", nil, err
+	}
+	text, changed, err := Translate(file, string(data), filepath.Dir(abs))
+	if err != nil {
+		return "", nil, err
+	}
+	if !changed {
+		return file, func() {}, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(abs), ".helm-inject-*-"+filepath.Base(abs))
+	if err != nil {
+		return "", nil, fmt.Errorf("writing the translated state file: %w", err)
+	}
+	name := f.Name()
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		os.Remove(name)
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return "", nil, err
+	}
+	return name, func() { os.Remove(name) }, nil
+}
