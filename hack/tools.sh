@@ -162,6 +162,6 @@ build() {
   esac
 }
 
-if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl; fi
+if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl helmfile; fi
 for t in "$@"; do build "$t"; done
 log "ready in $bin"

@@ -103,11 +103,13 @@ func isMarker(p string) bool {
 // Runner runs helm-inject's own command line in-process.
 type Runner func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 
-// Shim answers one helm call: the inject pipeline for an injected upgrade,
-// template or diff, the real helm for anything else.
+// Shim answers one helm call: the inject pipeline for an injected upgrade
+// or template, helm-inject's own diff for every `diff upgrade` (so helmfile
+// diff and apply need no helm-diff plugin; a release without injectors is
+// diffed as plain helm would render it), the real helm for anything else.
 func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, run Runner) int {
 	c := ParseCall(args)
-	if c.Injected && (c.Verb == "upgrade" || c.Verb == "template" || c.Verb == "diff") {
+	if c.Verb == "diff" || (c.Injected && (c.Verb == "upgrade" || c.Verb == "template")) {
 		return run(ctx, append(c.Rest, c.InjectArgs...), stdin, stdout, stderr)
 	}
 	helm, err := RealHelm()

@@ -54,6 +54,10 @@ type Apply struct {
 	KeepChart string
 	// ForceUpgrade upgrades even when nothing changed.
 	ForceUpgrade bool
+	// Force, CleanupOnFail and DisableOpenAPIValidation are Helm's flags.
+	Force                    bool
+	CleanupOnFail            bool
+	DisableOpenAPIValidation bool
 	// Reconcile and UpdateInjectors choose built-in injector versions.
 	Reconcile       inject.ReconcileStrategy
 	UpdateInjectors bool
@@ -115,6 +119,8 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 		inst.DisableHooks = a.DisableHooks
 		inst.SkipCRDs = a.SkipCRDs
 		inst.SkipSchemaValidation = true // checked against the source chart
+		inst.Force = a.Force
+		inst.DisableOpenAPIValidation = a.DisableOpenAPIValidation
 		// A release whose history holds only uninstalled revisions (kept
 		// with --keep-history) is replaced, as `helm upgrade --install` does.
 		inst.Replace = last != nil
@@ -135,6 +141,9 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	up.DisableHooks = a.DisableHooks
 	up.SkipCRDs = a.SkipCRDs
 	up.SkipSchemaValidation = true
+	up.Force = a.Force
+	up.CleanupOnFail = a.CleanupOnFail
+	up.DisableOpenAPIValidation = a.DisableOpenAPIValidation
 	switch a.ValuesMode {
 	case ValuesReset:
 		up.ResetValues = true
@@ -197,6 +206,9 @@ type planOptions struct {
 	injectDir, keepChart string
 	strategy             inject.ReconcileStrategy
 	updateInjectors      bool
+	// kubeVersion overrides the server's version in .Capabilities (helm
+	// diff's --kube-version, which helmfile passes).
+	kubeVersion string
 }
 
 // makePlan reads the release history, renders, injects and builds the
@@ -217,6 +229,13 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	caps, err := chartify.ClusterCapabilities(dc)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	if o.kubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(o.kubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("--kube-version %q: %w", o.kubeVersion, err)
+		}
+		caps.KubeVersion = *kv
 	}
 	restConfig, err := cfg.RESTClientGetter.ToRESTConfig()
 	if err != nil {

@@ -36,6 +36,8 @@ type Diff struct {
 	// for Apply.
 	Reconcile       inject.ReconcileStrategy
 	UpdateInjectors bool
+	// KubeVersion overrides the server's version in .Capabilities.
+	KubeVersion string
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
@@ -76,7 +78,7 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	p, err := makePlan(ctx, d.cfg, name, src, vals, planOptions{
 		namespace: d.Namespace, valuesMode: d.ValuesMode, skipSchemaValidation: d.SkipSchemaValidation,
 		pipeline: d.Pipeline, injectDir: d.InjectDir,
-		strategy: d.Reconcile, updateInjectors: d.UpdateInjectors,
+		strategy: d.Reconcile, updateInjectors: d.UpdateInjectors, kubeVersion: d.KubeVersion,
 	})
 	if err != nil {
 		return nil, err

@@ -24,19 +24,22 @@ to the cluster.`
 // applyFlags are the flags of apply and upgrade.
 type applyFlags struct {
 	releaseInputs
-	keepChart    string
-	install      bool
-	createNS     bool
-	wait         bool
-	waitForJobs  bool
-	timeout      time.Duration
-	atomic       bool
-	historyMax   int
-	description  string
-	dryRun       bool
-	noHooks      bool
-	skipCRDs     bool
-	forceUpgrade bool
+	keepChart     string
+	install       bool
+	createNS      bool
+	wait          bool
+	waitForJobs   bool
+	timeout       time.Duration
+	atomic        bool
+	historyMax    int
+	description   string
+	dryRun        bool
+	noHooks       bool
+	skipCRDs      bool
+	forceUpgrade  bool
+	force         bool
+	cleanupOnFail bool
+	noOpenAPI     bool
 }
 
 func (a *applyFlags) add(cmd *cobra.Command) {
@@ -54,6 +57,9 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.noHooks, "no-hooks", false, "do not run hooks")
 	f.BoolVar(&a.skipCRDs, "skip-crds", false, "do not install CRDs on a first install")
 	f.BoolVar(&a.forceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
+	f.BoolVar(&a.force, "force", false, "force resource updates through a replacement strategy (helm's --force)")
+	f.BoolVar(&a.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
+	f.BoolVar(&a.noOpenAPI, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -106,6 +112,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.SkipSchemaValidation = a.skipSchema
 	ap.ValuesMode = l.valuesMode
 	ap.ForceUpgrade = a.forceUpgrade
+	ap.Force, ap.CleanupOnFail, ap.DisableOpenAPIValidation = a.force, a.cleanupOnFail, a.noOpenAPI
 	ap.Reconcile, ap.UpdateInjectors = l.strategy, a.updateInj
 	ap.Pipeline = l.pipeline
 	ap.InjectDir = a.injectDir

@@ -29,6 +29,8 @@ type diffFlags struct {
 	output       string
 	color        bool
 	noColor      bool
+	kubeVersion  string
+	noValidation bool
 }
 
 func (d *diffFlags) add(cmd *cobra.Command) {
@@ -42,6 +44,9 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.print.SuppressSecrets, "suppress-secrets", false, "leave Secrets out of the output")
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
+	f.StringVar(&d.kubeVersion, "kube-version", "", "Kubernetes version for .Capabilities.KubeVersion (default: the server's)")
+	f.BoolVar(&d.noValidation, "disable-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
+	f.BoolVar(&d.noValidation, "disable-openapi-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
 }
 
 func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -85,6 +90,7 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	df.Pipeline = l.pipeline
 	df.InjectDir = d.injectDir
 	df.Reconcile, df.UpdateInjectors = l.strategy, d.updateInj
+	df.KubeVersion = d.kubeVersion
 	res, err := df.Run(cmd.Context(), l.name, l.src, l.vals)
 	if err != nil {
 		return err

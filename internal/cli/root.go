@@ -21,7 +21,8 @@ and uninstall keep working.
 No mutating webhook is involved: the injectors used, and the version of
 each built-in one, are recorded in the release itself.
 
-Planned, not available yet: helmfile integration and the Helm plugin.`
+Planned, not available yet: the Helm plugin, post-renderer mode and
+release archives.`
 
 // exitError carries a specific exit code (for example diff's
 // --detailed-exitcode) up to Run without printing anything more.

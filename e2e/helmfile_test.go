@@ -1,0 +1,259 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/helm-inject/helm-inject/internal/testenv"
+)
+
+// helmfileEnv is what helmfile needs to find helm-inject, the real helm and
+// the fixture injector.
+func helmfileRun(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"HELMFILE_BINARY=" + hf,
+		"HELMFILE_HELM_BINARY=" + helmBin(t),
+		// helmfile keeps its own cache under HOME; keep it per test.
+		"HOME=" + t.TempDir(),
+	}
+	return command{env: env, dir: dir}.run(t, filepath.Join(binDir, "helm-inject"), append([]string{"helmfile"}, args...)...)
+}
+
+func writeState(t *testing.T, name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestHelmfileInjectorFields runs the real helmfile on a state file with
+// the seed's injector: field, an injectors: list mixing a built-in template
+// and a command, and a release without injectors.
+func TestHelmfileInjectorFields(t *testing.T) {
+	ns := namespace(t)
+	root := repoRoot(t)
+	api := filepath.Join(root, apiChart)
+	lib := filepath.Join(root, "examples", "injectors")
+	state := fmt.Sprintf(`releases:
+- name: seeded
+  namespace: %[1]s
+  chart: %[2]s
+  injector: "sidecar-injector f=FILE,image=registry.example/proxy:1"
+- name: mixed
+  namespace: %[1]s
+  chart: %[2]s
+  injectors:
+  - with: log-shipper@^1
+    library: %[3]s
+    params:
+      destination: logs.example:24224
+  - inject: sidecar-injector --name audit FILE
+- name: untouched
+  namespace: %[1]s
+  chart: %[2]s
+`, ns, api, lib)
+	dir := writeState(t, "helmfile.yaml", state)
+
+	r := helmfileRun(t, dir, "sync")
+	if r.code != 0 {
+		t.Fatalf("helmfile sync:\n%s", r)
+	}
+	got := workloads(t, mustHelm(t, "get", "manifest", "seeded", "-n", ns).stdout)["Deployment/seeded"]
+	if !contains(got.containers, "sidecar") {
+		t.Errorf("seeded: containers %v, want the sidecar", got.containers)
+	}
+	got = workloads(t, mustHelm(t, "get", "manifest", "mixed", "-n", ns).stdout)["Deployment/mixed"]
+	if !contains(got.initContainers, "log-shipper") || !contains(got.containers, "audit") {
+		t.Errorf("mixed: containers %v init %v, want log-shipper (1.1.0, native sidecar) and audit", got.containers, got.initContainers)
+	}
+	// The release without injectors is exactly what plain helm makes.
+	plain := mustHelm(t, "template", "untouched", api, "-n", ns, "--skip-tests").stdout
+	if installed := mustHelm(t, "get", "manifest", "untouched", "-n", ns).stdout; installed != plain+"\n" {
+		t.Errorf("untouched differs from plain helm:\n--- installed\n%s\n--- helm template\n%s", installed, plain)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".helm-inject-*")); len(left) != 0 {
+		t.Errorf("translated state files left behind: %v", left)
+	}
+
+	// template prints injected manifests.
+	r = helmfileRun(t, dir, "template", "--skip-tests")
+	if r.code != 0 || !strings.Contains(r.stdout, "name: sidecar") || !strings.Contains(r.stdout, "name: audit") {
+		t.Errorf("helmfile template:\n%s", r)
+	}
+
+	// A broken injector fails with the release named; the others stay.
+	broken := strings.Replace(state, "image=registry.example/proxy:1", "fail=exit1", 1)
+	bdir := writeState(t, "helmfile.yaml", broken+"  # changed\n")
+	before := map[string]int{}
+	for _, rel := range []string{"seeded", "mixed", "untouched"} {
+		before[rel] = len(revisions(t, rel, ns))
+	}
+	r = helmfileRun(t, bdir, "sync", "--concurrency", "1")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, `release "seeded": injector "sidecar-injector f=FILE,fail=exit1"`) {
+		t.Errorf("helmfile sync with a broken injector:\n%s", r)
+	}
+	if n := len(revisions(t, "seeded", ns)); n != before["seeded"] {
+		t.Errorf("the broken release got a revision: %d → %d", before["seeded"], n)
+	}
+
+	// destroy removes them all.
+	if r := helmfileRun(t, dir, "destroy"); r.code != 0 {
+		t.Fatalf("helmfile destroy:\n%s", r)
+	}
+	if out := mustHelm(t, "list", "-n", ns, "-q").stdout; strings.TrimSpace(out) != "" {
+		t.Errorf("releases left after destroy: %s", out)
+	}
+}
+
+// TestHelmfileDiffAndApply: after sync, apply changes nothing; a value
+// change in one release shows in diff for that release only, with
+// helmfile's --detailed-exitcode, and apply upgrades only that release. No
+// helm-diff plugin is installed: helm-inject answers every diff.
+func TestHelmfileDiffAndApply(t *testing.T) {
+	ns := namespace(t)
+	api := filepath.Join(repoRoot(t), apiChart)
+	state := func(level string) string {
+		return fmt.Sprintf(`releases:
+- name: alpha
+  namespace: %[1]s
+  chart: %[2]s
+  injector: sidecar-injector f=FILE
+  set:
+  - name: logLevel
+    value: %[3]s
+- name: beta
+  namespace: %[1]s
+  chart: %[2]s
+  injector: sidecar-injector f=FILE
+- name: gamma
+  namespace: %[1]s
+  chart: %[2]s
+`, ns, api, level)
+	}
+	dir := writeState(t, "helmfile.yaml", state("info"))
+	if r := helmfileRun(t, dir, "sync"); r.code != 0 {
+		t.Fatalf("sync:\n%s", r)
+	}
+	if r := helmfileRun(t, dir, "apply"); r.code != 0 {
+		t.Fatalf("apply after sync:\n%s", r)
+	}
+	for _, rel := range []string{"alpha", "beta", "gamma"} {
+		if n := len(revisions(t, rel, ns)); n != 1 {
+			t.Errorf("%s has %d revisions after apply with no change, want 1", rel, n)
+		}
+	}
+	if r := helmfileRun(t, dir, "diff", "--detailed-exitcode"); r.code != 0 {
+		t.Errorf("diff with no change: %s", r)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "helmfile.yaml"), []byte(state("debug")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := helmfileRun(t, dir, "diff", "--detailed-exitcode")
+	if r.code != 2 {
+		t.Fatalf("diff after a value change, --detailed-exitcode: %s", r)
+	}
+	if !strings.Contains(r.stdout, ns+", alpha-config, ConfigMap (v1) has changed:") || strings.Contains(r.stdout, ns+", beta") || strings.Contains(r.stdout, ns+", gamma") {
+		t.Errorf("diff shows more or less than alpha's change:\n%s", r.stdout)
+	}
+	if r := helmfileRun(t, dir, "apply"); r.code != 0 {
+		t.Fatalf("apply:\n%s", r)
+	}
+	want := map[string]int{"alpha": 2, "beta": 1, "gamma": 1}
+	for rel, n := range want {
+		if got := len(revisions(t, rel, ns)); got != n {
+			t.Errorf("%s has %d revisions after apply, want %d", rel, got, n)
+		}
+	}
+	if data := configMapData(t, ns, "alpha-config"); data["logLevel"] != "debug" {
+		t.Errorf("alpha-config = %v", data)
+	}
+}
+
+// TestHelmfileGotmplEnvironments: an injector string from environment
+// values in a .gotmpl state file, and a selector.
+func TestHelmfileGotmplEnvironments(t *testing.T) {
+	ns := namespace(t)
+	api := filepath.Join(repoRoot(t), apiChart)
+	state := fmt.Sprintf(`environments:
+  staging:
+    values:
+    - sidecarImage: registry.example/proxy:staging
+  production:
+    values:
+    - sidecarImage: registry.example/proxy:production
+---
+releases:
+- name: web
+  namespace: %[1]s
+  chart: %[2]s
+  labels:
+    tier: front
+  injector: {{ printf "sidecar-injector f=FILE,image=%%s" .Values.sidecarImage | quote }}
+- name: worker
+  namespace: %[1]s
+  chart: %[2]s
+  labels:
+    tier: back
+  injector: sidecar-injector f=FILE
+`, ns, api)
+	dir := writeState(t, "helmfile.yaml.gotmpl", state)
+	if r := helmfileRun(t, dir, "-e", "staging", "-l", "name=web", "sync"); r.code != 0 {
+		t.Fatalf("sync:\n%s", r)
+	}
+	manifest := mustHelm(t, "get", "manifest", "web", "-n", ns).stdout
+	if !strings.Contains(manifest, "image: registry.example/proxy:staging") {
+		t.Errorf("web was not injected with the staging image:\n%s", manifest)
+	}
+	if r := helm(t, "status", "worker", "-n", ns); r.code == 0 {
+		t.Errorf("the selector -l name=web also synced worker")
+	}
+}
+
+// TestHelmfileIstioctlSeed: the seed's injector string with the real
+// istioctl, its config files beside the state file (relative paths resolve
+// against the state file's folder).
+func TestHelmfileIstioctlSeed(t *testing.T) {
+	istioctl, err := testenv.Tool(cluster.ToolsBin, "istioctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t)
+	dir := writeState(t, "helmfile.yaml", fmt.Sprintf(`releases:
+- name: mesh
+  namespace: %s
+  chart: %s
+  injector: "istioctl kube-inject f=FILE,injectConfigFile=inject-config.yaml,meshConfigFile=mesh.yaml,valuesFile=values.json,revision=default"
+`, ns, filepath.Join(repoRoot(t), webappChart)))
+	istioInjectConfig(t, dir)
+	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"HELMFILE_BINARY=" + hf, "HELMFILE_HELM_BINARY=" + helmBin(t), "HOME=" + t.TempDir(),
+		"PATH=" + binDir + string(os.PathListSeparator) + filepath.Dir(istioctl) + string(os.PathListSeparator) + os.Getenv("PATH"),
+	}
+	// The chart's lookup ConfigMap is absent here; that is fine.
+	r := command{env: env, dir: dir}.run(t, filepath.Join(binDir, "helm-inject"), "helmfile", "sync")
+	if r.code != 0 {
+		t.Fatalf("helmfile sync:\n%s", r)
+	}
+	got := workloads(t, mustHelm(t, "get", "manifest", "mesh", "-n", ns).stdout)
+	for _, name := range []string{"Deployment/mesh-web", "StatefulSet/mesh-db", "CronJob/mesh-report"} {
+		w := got[name]
+		if !contains(w.containers, "istio-proxy") && !contains(w.initContainers, "istio-proxy") {
+			t.Errorf("%s has no istio-proxy: %v %v", name, w.containers, w.initContainers)
+		}
+	}
+}
