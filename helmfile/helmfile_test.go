@@ -125,3 +125,22 @@ releases:
 		}
 	}
 }
+
+func TestSplitCommand(t *testing.T) {
+	tests := []struct {
+		args    []string
+		globals []string
+		command string
+	}{
+		{[]string{"-e", "staging", "-l", "name=api", "apply", "--skip-deps"}, []string{"-e", "staging", "-l", "name=api"}, "apply"},
+		{[]string{"--file=x.yaml", "--quiet", "sync"}, []string{"--file=x.yaml", "--quiet"}, "sync"},
+		{[]string{"--state-values-set", "a=b", "diff"}, []string{"--state-values-set", "a=b"}, "diff"},
+		{[]string{"--help"}, []string{"--help"}, ""},
+	}
+	for _, tt := range tests {
+		g, c := splitCommand(tt.args)
+		if c != tt.command || !cmp.Equal(g, tt.globals) {
+			t.Errorf("splitCommand(%q) = %q, %q; want %q, %q", tt.args, g, c, tt.globals, tt.command)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package helmfile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,17 +72,66 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		args = append([]string{"--file", translated}, args...)
 	}
 
-	cmd := exec.CommandContext(ctx, helmfile, append([]string{"--helm-binary", w.Self}, args...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = w.Stdin, w.Stdout, w.Stderr
-	cmd.Env = append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm)
+	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm)
+	globals, command := splitCommand(args)
+	if command == "sync" || command == "apply" || command == "deploy" {
+		// helmfile syncs releases one group at a time, so a release whose
+		// injector fails would stop the run after others were already
+		// upgraded. A diff runs every release through the same render and
+		// inject steps without writing: if it fails, nothing is applied.
+		var out bytes.Buffer
+		code, err := w.helmfile(ctx, helmfile, env, append(append([]string{"--helm-binary", w.Self}, globals...), "diff"), nil, &out, &out)
+		if err != nil {
+			return 0, err
+		}
+		if code != 0 {
+			_, _ = w.Stderr.Write(out.Bytes())
+			fmt.Fprintf(w.Stderr, "Error: helm-inject: the preflight diff failed (exit %d); nothing was applied\n", code)
+			return code, nil
+		}
+	}
+	return w.helmfile(ctx, helmfile, env, append([]string{"--helm-binary", w.Self}, args...), w.Stdin, w.Stdout, w.Stderr)
+}
+
+func (w *Wrapper) helmfile(ctx context.Context, bin string, env, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Env = env
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return ee.ExitCode(), nil
 		}
-		return 0, fmt.Errorf("running %s: %w", helmfile, err)
+		return 0, fmt.Errorf("running %s: %w", bin, err)
 	}
 	return 0, nil
+}
+
+// splitCommand splits helmfile arguments into the global flags before the
+// command and the command's name.
+func splitCommand(args []string) (globals []string, command string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return args[:i], a
+		}
+		if !strings.Contains(a, "=") && helmfileValueFlag(a) {
+			i++
+		}
+	}
+	return args, ""
+}
+
+// helmfileValueFlag reports helmfile's global flags that take a value.
+func helmfileValueFlag(f string) bool {
+	switch f {
+	case "-e", "--environment", "-l", "--selector", "-f", "--file", "-b", "--helm-binary",
+		"--state-values-set", "--state-values-set-string", "--state-values-file",
+		"--kube-context", "-n", "--namespace", "-c", "--chart", "--log-level",
+		"--kubeconfig", "--kustomize-binary", "--helmfile-version":
+		return true
+	}
+	return false
 }
 
 // takeHelmBinary removes helmfile's --helm-binary/-b flag, whose value is
