@@ -259,3 +259,30 @@ func TestHelmfileIstioctlSeed(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmfileDefaults: injectors under helmDefaults apply to every release
+// that has none of its own.
+func TestHelmfileDefaults(t *testing.T) {
+	ns := namespace(t)
+	dir := writeState(t, "helmfile.yaml", fmt.Sprintf(`helmDefaults:
+  injectors:
+  - inject: sidecar-injector --name defaulted FILE
+releases:
+- name: one
+  namespace: %[1]s
+  chart: %[2]s
+- name: two
+  namespace: %[1]s
+  chart: %[2]s
+  injector: sidecar-injector f=FILE,name=own
+`, ns, filepath.Join(repoRoot(t), apiChart)))
+	if r := helmfileRun(t, dir, "sync"); r.code != 0 {
+		t.Fatalf("sync:\n%s", r)
+	}
+	if w := workloads(t, mustHelm(t, "get", "manifest", "one", "-n", ns).stdout)["Deployment/one"]; !contains(w.containers, "defaulted") {
+		t.Errorf("one: containers %v, want the default injector's", w.containers)
+	}
+	if w := workloads(t, mustHelm(t, "get", "manifest", "two", "-n", ns).stdout)["Deployment/two"]; !contains(w.containers, "own") || contains(w.containers, "defaulted") {
+		t.Errorf("two: containers %v, want only its own injector's", w.containers)
+	}
+}

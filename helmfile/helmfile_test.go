@@ -144,3 +144,23 @@ func TestSplitCommand(t *testing.T) {
 		}
 	}
 }
+func TestTranslateHelmDefaults(t *testing.T) {
+	in := "helmDefaults:\n  wait: true\n  injectors:\n  - inject: tagger FILE\nreleases:\n- name: a\n  chart: ./a\n"
+	out, changed, err := Translate("h.yaml", in, "/s")
+	if err != nil || !changed {
+		t.Fatal(changed, err)
+	}
+	var st struct {
+		HelmDefaults struct {
+			Wait             bool
+			PostRenderer     string   `yaml:"postRenderer"`
+			PostRendererArgs []string `yaml:"postRendererArgs"`
+		} `yaml:"helmDefaults"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !st.HelmDefaults.Wait || st.HelmDefaults.PostRenderer != Marker || len(st.HelmDefaults.PostRendererArgs) != 4 || st.HelmDefaults.PostRendererArgs[3] != "tagger FILE" {
+		t.Errorf("helmDefaults = %+v\n%s", st.HelmDefaults, out)
+	}
+}
