@@ -21,8 +21,7 @@ and uninstall keep working.
 No mutating webhook is involved: the injectors used, and the version of
 each built-in one, are recorded in the release itself.
 
-Planned, not available yet: the Helm plugin, post-renderer mode and
-release archives.`
+Planned, not available yet: Helm 4 plugins and release archives.`
 
 // exitError carries a specific exit code (for example diff's
 // --detailed-exitcode) up to Run without printing anything more.
@@ -69,6 +68,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newListCommand(settings),
 		newInjectorsCommand(),
 		newHelmfileCommand(),
+		newPostRenderCommand(),
 		newVersionCommand(),
 	)
 	return root

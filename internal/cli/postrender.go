@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+const postRenderLong = `Read rendered manifests on stdin, run them through the injectors and print
+the result on stdout: Helm's post-renderer contract, so plain helm can use
+helm-inject directly:
+
+  helm upgrade --install myapp ./chart \
+    --post-renderer helm-inject \
+    --post-renderer-args post-render \
+    --post-renderer-args=--injector="istioctl kube-inject f=FILE,..."
+
+What this mode loses, on Helm 3: Helm post-renders only the main manifests,
+so hooks and test pods are not injected, and nothing is recorded in the
+release (no injector versions, no status, no list). Built-in injectors
+always use the version their constraint resolves to now. "helm-inject apply"
+has none of these limits: it injects hooks and tests too and records every
+injector in the release, because it installs a temporary chart instead.`
+
+func newPostRenderCommand() *cobra.Command {
+	var injectors injectFlags
+	var injectDir string
+	cmd := &cobra.Command{
+		Use:   "post-render [injector flags]",
+		Short: "Inject manifests from stdin to stdout (a Helm post-renderer)",
+		Long:  postRenderLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := injectors.pipeline()
+			if err != nil {
+				return err
+			}
+			if p.Injectors, err = inject.Resolve(p.Injectors, inject.Choice{Strategy: inject.ReconcileAlways}); err != nil {
+				return err
+			}
+			in, err := io.ReadAll(cmd.InOrStdin())
+			if err != nil {
+				return fmt.Errorf("reading manifests from stdin: %w", err)
+			}
+			var docs []manifest.Document
+			for i, part := range manifest.Split(string(in)) {
+				d, err := manifest.Parse(fmt.Sprintf("stdin document %d", i+1), part)
+				if err != nil {
+					return fmt.Errorf("stdin document %d: %w", i+1, err)
+				}
+				docs = append(docs, d)
+			}
+			out, _, err := p.Run(cmd.Context(), docs, inject.Env{
+				// Helm tells a post-renderer nothing about the release.
+				Release: os.Getenv("HELM_INJECT_RELEASE"), Namespace: os.Getenv("HELM_NAMESPACE"), Dir: injectDir,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), manifest.Join(out))
+			return err
+		},
+	}
+	injectors.add(cmd.Flags())
+	cmd.Flags().StringVar(&injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	return cmd
+}
