@@ -8,6 +8,13 @@ if [ -x "$dir/bin/helm-inject" ]; then
   echo "helm-inject: using $dir/bin/helm-inject"
   exit 0
 fi
+# A release archive has the binary at its top level.
+if [ -x "$dir/helm-inject" ]; then
+  mkdir -p "$dir/bin"
+  cp "$dir/helm-inject" "$dir/bin/helm-inject"
+  echo "helm-inject: installed the release binary"
+  exit 0
+fi
 if [ -f "$dir/go.mod" ] && command -v go >/dev/null 2>&1; then
   echo "helm-inject: building from source in $dir"
   cd "$dir"

@@ -150,18 +150,38 @@ build_helmfile() {
   stamp helmfile "$HELMFILE_VERSION"
 }
 
+# Helm 4, installed as helm4, to test the plugin there.
+build_helm4() {
+  fresh helm4 "$HELM4_VERSION" && return
+  log "building helm $HELM4_VERSION as helm4 (about 3 minutes on a cold cache)"
+  local tmp="$src/helm4-bin"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  GOBIN="$tmp" go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
+  mv "$tmp/helm" "$bin/helm4"
+  stamp helm4 "$HELM4_VERSION"
+}
+
+build_goreleaser() {
+  fresh goreleaser "$GORELEASER_VERSION" && return
+  log "building goreleaser $GORELEASER_VERSION (a few minutes on a cold cache)"
+  GOBIN="$bin" go install -trimpath -ldflags "-s -w -X main.version=$GORELEASER_VERSION" "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
+  stamp goreleaser "$GORELEASER_VERSION"
+}
+
 build() {
   case "$1" in
     helm) build_helm ;;
     kwok) build_kwok ;;
     istioctl) build_istioctl ;;
     helmfile) build_helmfile ;;
+    goreleaser) build_goreleaser ;;
+    helm4) build_helm4 ;;
     etcd) build_etcd ;;
     kubernetes | kube-apiserver | kube-controller-manager | kube-scheduler) build_kubernetes ;;
     *) echo "tools: unknown tool $1" >&2; exit 2 ;;
   esac
 }
 
-if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl helmfile; fi
+if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl helmfile helm4; fi
 for t in "$@"; do build "$t"; done
 log "ready in $bin"

@@ -21,7 +21,7 @@ and uninstall keep working.
 No mutating webhook is involved: the injectors used, and the version of
 each built-in one, are recorded in the release itself.
 
-Planned, not available yet: Helm 4 plugins and release archives.`
+Planned, not available yet: goreleaser release archives.`
 
 // exitError carries a specific exit code (for example diff's
 // --detailed-exitcode) up to Run without printing anything more.
