@@ -241,3 +241,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// repoCopy copies the repository (without caches and build output) to a
+// temporary folder, for tests that install it as a Helm plugin.
+func repoCopy(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "helm-inject")
+	if err := os.CopyFS(dst, os.DirFS(repoRoot(t))); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{".cache", "bin", "dist"} {
+		if err := os.RemoveAll(filepath.Join(dst, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,16 +12,7 @@ import (
 func TestHelmPlugin(t *testing.T) {
 	ns := namespace(t)
 	// A copy of the repository, so the hook's bin/ does not touch ours.
-	src := filepath.Join(t.TempDir(), "helm-inject")
-	if err := os.CopyFS(src, os.DirFS(repoRoot(t))); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(src, ".cache")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(src, "bin")); err != nil {
-		t.Fatal(err)
-	}
+	src := repoCopy(t)
 	dataHome := t.TempDir()
 	env := []string{"HELM_DATA_HOME=" + dataHome, "HELM_PLUGINS=" + filepath.Join(dataHome, "plugins")}
 	c := command{env: env}

@@ -161,20 +161,12 @@ build_helm4() {
   stamp helm4 "$HELM4_VERSION"
 }
 
-build_goreleaser() {
-  fresh goreleaser "$GORELEASER_VERSION" && return
-  log "building goreleaser $GORELEASER_VERSION (a few minutes on a cold cache)"
-  GOBIN="$bin" go install -trimpath -ldflags "-s -w -X main.version=$GORELEASER_VERSION" "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
-  stamp goreleaser "$GORELEASER_VERSION"
-}
-
 build() {
   case "$1" in
     helm) build_helm ;;
     kwok) build_kwok ;;
     istioctl) build_istioctl ;;
     helmfile) build_helmfile ;;
-    goreleaser) build_goreleaser ;;
     helm4) build_helm4 ;;
     etcd) build_etcd ;;
     kubernetes | kube-apiserver | kube-controller-manager | kube-scheduler) build_kubernetes ;;
