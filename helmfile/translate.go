@@ -3,8 +3,9 @@ package helmfile
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -139,7 +140,7 @@ func injectorsArgs(file string, line int, block string) ([]string, error) {
 			case it.With != "":
 				add("--with", it.With)
 				name, _, _ := strings.Cut(it.With, "@")
-				for _, k := range sortedKeys(it.Params) {
+				for _, k := range slices.Sorted(maps.Keys(it.Params)) {
 					add("--with-set", name+"."+k+"="+it.Params[k])
 				}
 				if it.Library != "" {
@@ -183,13 +184,4 @@ func quote(s string) string {
 	enc := yaml.NewEncoder(&b)
 	_ = enc.Encode(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle})
 	return strings.TrimSpace(b.String())
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

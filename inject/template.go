@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -382,11 +384,11 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 	for i := range patch.Env {
 		entry.Env = append(entry.Env, scalar(&patch.Env[i], "name"))
 	}
-	for _, k := range sortedKeys(patch.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(patch.Annotations)) {
 		setScalar(ensureMap(meta, "annotations"), k, patch.Annotations[k])
 		entry.Annotations = append(entry.Annotations, k)
 	}
-	for _, k := range sortedKeys(patch.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(patch.Labels)) {
 		setScalar(ensureMap(meta, "labels"), k, patch.Labels[k])
 		entry.Labels = append(entry.Labels, k)
 	}

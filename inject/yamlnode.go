@@ -1,8 +1,6 @@
 package inject
 
 import (
-	"sort"
-
 	"gopkg.in/yaml.v3"
 )
 
@@ -125,15 +123,6 @@ func stringMap(m *yaml.Node) map[string]string {
 		out[m.Content[i].Value] = m.Content[i+1].Value
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func containsString(list []string, s string) bool {

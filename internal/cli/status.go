@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/cli"
 	"sigs.k8s.io/yaml"
 
@@ -17,13 +18,19 @@ import (
 	"github.com/helm-inject/helm-inject/release"
 )
 
-// optionalLibrary loads the library when its folder exists; status and
-// list work without one (they then cannot say what is outdated).
-func optionalLibrary(dir string) (*inject.Library, error) {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// readSetup loads the library when its folder exists (status and list work
+// without one; they then cannot say what is outdated) and connects to the
+// cluster's release storage.
+func readSetup(cmd *cobra.Command, settings *cli.EnvSettings, library string) (*inject.Library, *action.Configuration, error) {
+	var lib *inject.Library
+	if _, err := os.Stat(library); !errors.Is(err, os.ErrNotExist) {
+		var lerr error
+		if lib, lerr = inject.LoadLibrary(library); lerr != nil {
+			return nil, nil, lerr
+		}
 	}
-	return inject.LoadLibrary(dir)
+	cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+	return lib, cfg, err
 }
 
 func writeStructured(w io.Writer, format string, v any) (bool, error) {
@@ -56,11 +63,7 @@ when newer), and per workload the containers each built-in injector added.
 Only the Helm release (its Secret in the cluster) is read.`,
 		Args: exactArgs(1, "a RELEASE name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lib, err := optionalLibrary(library)
-			if err != nil {
-				return err
-			}
-			cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+			lib, cfg, err := readSetup(cmd, settings, library)
 			if err != nil {
 				return err
 			}
@@ -122,11 +125,7 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 		Short: "List the releases helm-inject manages, with their injectors and versions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lib, err := optionalLibrary(library)
-			if err != nil {
-				return err
-			}
-			cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+			lib, cfg, err := readSetup(cmd, settings, library)
 			if err != nil {
 				return err
 			}
