@@ -50,10 +50,18 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 }
 
 func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
+	cmd := diffCommand(settings, "diff NAME CHART", "Show what apply would change")
+	cmd.AddCommand(diffCommand(settings, "upgrade NAME CHART", "diff in helm-diff's spelling (helm diff upgrade)"))
+	return cmd
+}
+
+// diffCommand builds one diff command with its own flags; "diff" and
+// "diff upgrade" are the same command under two spellings.
+func diffCommand(settings *cli.EnvSettings, use, short string) *cobra.Command {
 	var d diffFlags
 	cmd := &cobra.Command{
-		Use:   "diff NAME CHART",
-		Short: "Show what apply would change",
+		Use:   use,
+		Short: short,
 		Long:  diffLong,
 		Args:  exactArgs(2, "a release NAME and a CHART"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,19 +69,6 @@ func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
 		},
 	}
 	d.add(cmd)
-
-	var u diffFlags
-	upgrade := &cobra.Command{
-		Use:   "upgrade NAME CHART",
-		Short: "diff in helm-diff's spelling (helm diff upgrade)",
-		Long:  diffLong,
-		Args:  exactArgs(2, "a release NAME and a CHART"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return u.run(cmd, settings, args)
-		},
-	}
-	u.add(upgrade)
-	cmd.AddCommand(upgrade)
 	return cmd
 }
 
