@@ -80,6 +80,14 @@ func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 	inst.SetRegistryClient(o.RegistryClient)
 	path, err := inst.ChartPathOptions.LocateChart(ref, settings)
 	if err != nil {
+		if looksLocal(ref) && po.RepoURL == "" {
+			// Helm would say "repo X not found" for a mistyped path.
+			msg := "no such chart directory or archive"
+			if first, _, _ := strings.Cut(ref, "/"); !strings.HasPrefix(first, ".") && !strings.HasPrefix(first, "~") && first != "" && !strings.HasSuffix(ref, ".tgz") {
+				msg += fmt.Sprintf(" (and %q is not a repository added with helm repo add)", first)
+			}
+			return nil, "", fmt.Errorf("chart %s: %s", ref, msg)
+		}
 		return nil, "", fmt.Errorf("chart %s: %w", ref, err)
 	}
 	ch, err := loadChart(path)
@@ -100,6 +108,20 @@ func loadChart(path string) (*chart.Chart, error) {
 		}
 	}
 	return ch, nil
+}
+
+// looksLocal reports whether ref is meant as a path: it starts with ".",
+// "/" or "~", ends in .tgz, or its first segment is an existing folder.
+func looksLocal(ref string) bool {
+	if strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "~") || strings.HasSuffix(ref, ".tgz") {
+		return true
+	}
+	first, _, ok := strings.Cut(ref, "/")
+	if !ok {
+		return false
+	}
+	fi, err := os.Stat(first)
+	return err == nil && fi.IsDir()
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -114,7 +114,7 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 	}
 	parts := manifest.Split(output)
 	result := make([]manifest.Document, len(in))
-	var added []string
+	var added []manifest.ID
 	for n, part := range parts {
 		d, err := manifest.Parse("", part)
 		if err != nil {
@@ -123,7 +123,7 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 		k := key(d.ID)
 		q := pending[k]
 		if len(q) == 0 {
-			added = append(added, d.ID.String())
+			added = append(added, d.ID)
 			continue
 		}
 		i := q[0]
@@ -134,23 +134,66 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 		d.Source = in[i].Source
 		result[i] = d
 	}
-	var dropped []string
+	var dropped []manifest.ID
 	for i, d := range in {
 		if result[i].Content == "" {
-			dropped = append(dropped, d.ID.String())
+			dropped = append(dropped, d.ID)
 		}
 	}
 	if len(added) > 0 || len(dropped) > 0 {
-		var msg []string
-		if len(dropped) > 0 {
-			msg = append(msg, "dropped or renamed "+strings.Join(dropped, ", "))
-		}
-		if len(added) > 0 {
-			msg = append(msg, "added "+strings.Join(added, ", "))
-		}
-		return nil, fmt.Errorf("changed the set of resources (an injector may only modify them): %s", strings.Join(msg, "; "))
+		return nil, fmt.Errorf("changed the set of resources (an injector may only modify them): %s", describeChanges(dropped, added, namespace))
 	}
 	return result, nil
+}
+
+// describeChanges names what an injector did to the set of resources,
+// pairing a dropped and an added resource that differ only in namespace
+// ("moved") or only in apiVersion/kind ("changed the kind") first. A
+// resource without a namespace is in namespace.
+func describeChanges(dropped, added []manifest.ID, namespace string) string {
+	ns := func(id manifest.ID) string {
+		if id.Namespace == "" {
+			return namespace
+		}
+		return id.Namespace
+	}
+	var msg []string
+	used := make([]bool, len(added))
+	var unpaired []string
+	for _, d := range dropped {
+		paired := false
+		for j, a := range added {
+			if used[j] || a.Name != d.Name {
+				continue
+			}
+			switch {
+			case a.APIVersion == d.APIVersion && a.Kind == d.Kind:
+				msg = append(msg, fmt.Sprintf("moved %s %s from namespace %q to %q", d.Kind, d.Name, ns(d), ns(a)))
+			case ns(a) == ns(d):
+				msg = append(msg, fmt.Sprintf("changed the kind of %s from %s %s to %s %s", d.Name, d.APIVersion, d.Kind, a.APIVersion, a.Kind))
+			default:
+				continue
+			}
+			used[j], paired = true, true
+			break
+		}
+		if !paired {
+			unpaired = append(unpaired, d.String())
+		}
+	}
+	if len(unpaired) > 0 {
+		msg = append(msg, "dropped or renamed "+strings.Join(unpaired, ", "))
+	}
+	var extra []string
+	for j, a := range added {
+		if !used[j] {
+			extra = append(extra, a.String())
+		}
+	}
+	if len(extra) > 0 {
+		msg = append(msg, "added "+strings.Join(extra, ", "))
+	}
+	return strings.Join(msg, "; ")
 }
 
 // excerpt returns the first lines of a document for an error message.

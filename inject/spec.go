@@ -45,6 +45,9 @@ func ParseSpec(spec string) (*Command, error) {
 			if part == "" {
 				return nil, &SpecError{spec, "empty element between commas"}
 			}
+			if len(argv) == 0 && strings.Contains(part, "=") && !strings.Contains(part, "/") {
+				return nil, &SpecError{spec, fmt.Sprintf("no command: the spec starts with the option %q; write \"COMMAND %s\"", part, part)}
+			}
 			if len(argv) == 0 || strings.HasPrefix(part, "-") || !strings.Contains(part, "=") {
 				argv = append(argv, part)
 				continue

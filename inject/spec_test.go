@@ -69,6 +69,8 @@ func TestParseSpecErrors(t *testing.T) {
 		{"tool FILE; rm -rf /", "shell operator \";\""},
 		{"tool FILE | tee x", "shell operator \"|\""},
 		{"FILE x", "the command itself cannot be FILE"},
+		{"f=FILE", `no command: the spec starts with the option "f=FILE"`},
+		{"f=FILE,injectConfigFile=x", `no command: the spec starts with the option "f=FILE"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {

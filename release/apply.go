@@ -290,6 +290,9 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	if err != nil {
 		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
 	}
+	if len(rendered.Documents) == 0 && len(src.Chart.CRDObjects()) == 0 {
+		return nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
+	}
 	if p == nil {
 		p = &inject.Pipeline{}
 	}
@@ -309,6 +312,12 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range docs {
+		if len(d.Content) > MaxResourceBytes {
+			return nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
+				name, d.ID, d.Source, len(d.Content), MaxResourceBytes)
+		}
 	}
 	// A built-in injector is recorded by version and the digest of its
 	// definition and parameters; an external one by its spec and a digest
@@ -344,6 +353,12 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	}
 	return loaded, nil
 }
+
+// MaxResourceBytes is the largest single resource helm-inject will hand to
+// the API server: etcd's default --max-request-bytes (1.5 MiB). A larger
+// object fails at the API server after the release record was written, so
+// it is refused before anything is written.
+const MaxResourceBytes = 3 << 19
 
 // documentsDigest identifies rendered documents (sources and contents).
 func documentsDigest(docs []manifest.Document) string {

@@ -36,11 +36,11 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := injectors.pipeline()
 			if err != nil {
-				return err
+				return fmt.Errorf("release %q: %w", args[0], err)
 			}
 			src, vals, err := chart.load(settings, args[1], cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return fmt.Errorf("release %q: %w", args[0], err)
 			}
 			t.Namespace = settings.Namespace()
 			t.APIVersions = splitComma(apiVersions)
