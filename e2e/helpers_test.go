@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,11 +40,17 @@ func (r result) String() string {
 type command struct {
 	env []string
 	dir string
+	// timeout bounds the command; 5 minutes when zero.
+	timeout time.Duration
 }
 
 func (c command) run(t *testing.T, bin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	timeout := c.timeout
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = c.dir
@@ -242,18 +249,44 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// repoCopy copies the repository (without caches and build output) to a
-// temporary folder, for tests that install it as a Helm plugin.
+// repoCopy copies the repository (with .git, without caches and build
+// output) to a temporary folder, for tests that install it as a Helm plugin
+// or build release archives from it.
 func repoCopy(t *testing.T) string {
 	t.Helper()
+	root := repoRoot(t)
 	dst := filepath.Join(t.TempDir(), "helm-inject")
-	if err := os.CopyFS(dst, os.DirFS(repoRoot(t))); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{".cache", "bin", "dist"} {
-		if err := os.RemoveAll(filepath.Join(dst, d)); err != nil {
-			t.Fatal(err)
+	skip := map[string]bool{".cache": true, "bin": true, "dist": true}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && skip[rel] {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, info.Mode().Perm())
+		}
+		return nil // sockets, symlinks: nothing the tests need
+	})
+	if err != nil {
+		t.Fatalf("copying the repository: %v", err)
 	}
 	return dst
 }

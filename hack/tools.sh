@@ -161,8 +161,17 @@ build_helm4() {
   stamp helm4 "$HELM4_VERSION"
 }
 
+# goreleaser, to check .goreleaser.yaml and build the release archives in tests.
+build_goreleaser() {
+  fresh goreleaser "$GORELEASER_VERSION" && return
+  log "building goreleaser $GORELEASER_VERSION (about 10 minutes on a cold cache)"
+  GOBIN="$bin" go install -trimpath -ldflags "-s -w" "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
+  stamp goreleaser "$GORELEASER_VERSION"
+}
+
 build() {
   case "$1" in
+    goreleaser) build_goreleaser ;;
     helm) build_helm ;;
     kwok) build_kwok ;;
     istioctl) build_istioctl ;;
@@ -174,6 +183,6 @@ build() {
   esac
 }
 
-if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl helmfile helm4; fi
+if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl helmfile helm4 goreleaser; fi
 for t in "$@"; do build "$t"; done
 log "ready in $bin"
