@@ -3,6 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -41,6 +47,8 @@ func TestInterruptDuringInjection(t *testing.T) {
 				_ = cmd.Process.Kill()
 				t.Fatal("the injector never started")
 			}
+			// While it runs, its input is private: a 0700 folder, 0600 files.
+			checkPrivate(t, tmp)
 			// The injector's own command line, as helm-inject built it.
 			running := "--count-file " + started
 			if out, _ := exec.Command("pgrep", "-f", "--", running).Output(); len(out) == 0 {
@@ -66,4 +74,220 @@ func TestInterruptDuringInjection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkPrivate checks that every helm-inject temporary folder in tmp is
+// 0700 and every file in it 0600.
+func checkPrivate(t *testing.T, tmp string) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "helm-inject-*"))
+	if len(dirs) == 0 {
+		t.Fatalf("no helm-inject temporary folder in %s while the injector runs", tmp)
+	}
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := e.Info()
+			if err != nil {
+				return err
+			}
+			want := fs.FileMode(0o600)
+			if e.IsDir() {
+				want = 0o700
+			}
+			if fi.Mode().Perm() != want {
+				t.Errorf("%s has mode %v, want %v", p, fi.Mode().Perm(), want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// started is a helm-inject process running in the background.
+type started struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+}
+
+// startHelmInject starts helm-inject with its own TMPDIR.
+func startHelmInject(t *testing.T, tmp string, args ...string) started {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "helm-inject"), args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return started{cmd, &stderr}
+}
+
+// stop sends sig and waits (at most 30 s) for the process to end; it fails
+// the test if the process exits 0 or does not end.
+func (s started) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(sig)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("helm-inject exited 0 after %s:\n%s", sig, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		t.Fatalf("helm-inject did not end within 30s of %s:\n%s", sig, s.stderr)
+	}
+}
+
+// TestInterruptWhileFetchingTheChart: a chart repository that never
+// answers does not make Ctrl-C wait; nothing is written.
+func TestInterruptWhileFetchingTheChart(t *testing.T) {
+	ns := namespace(t)
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // never answers
+	}))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	tmp := t.TempDir()
+	p := startHelmInject(t, tmp, "apply", "unfetched", "webapp", "--repo", srv.URL, "-n", ns, "--injector", "sidecar-injector f=FILE")
+	select {
+	case <-asked:
+	case <-time.After(time.Minute):
+		t.Fatal("helm-inject never asked the repository")
+	}
+	p.stop(t, syscall.SIGINT)
+	if !strings.Contains(p.stderr.String(), `release "unfetched": chart webapp: interrupted while loading it`) {
+		t.Errorf("stderr:\n%s", p.stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("temporary files left behind: %s", left[0].Name())
+	}
+	if r := helm(t, "history", "unfetched", "-n", ns); r.code == 0 {
+		t.Errorf("a release was recorded:\n%s", r.stdout)
+	}
+}
+
+// TestInterruptDuringInstallAndUpgrade: Ctrl-C during an install's --wait
+// and SIGTERM during an upgrade's --wait (after the API writes began) leave
+// the revision failed, as Helm does for a failed upgrade, never pending;
+// the next apply finishes the job from there.
+func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
+	ns := namespace(t)
+	chart := filepath.Join(t.TempDir(), "stuck")
+	writeFiles(t, chart, map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
+		"values.yaml": "nodeSelector: {}\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector:
+    matchLabels: {app: stuck}
+  template:
+    metadata:
+      labels: {app: stuck}
+    spec:
+      nodeSelector: {{ toJson .Values.nodeSelector }}
+      containers:
+        - name: app
+          image: registry.example/app:1
+`,
+	})
+	// With this selector no node fits: --wait waits until interrupted.
+	nowhere := []string{"--set-string", "nodeSelector.nowhere=true", "--wait", "--timeout", "5m"}
+	apply := func(extra ...string) []string {
+		return append([]string{"apply", "stuck", chart, "-n", ns, "--injector", "sidecar-injector f=FILE"}, extra...)
+	}
+	status := func() string {
+		var s struct {
+			Version int
+			Info    struct{ Status string }
+		}
+		r := helm(t, "status", "stuck", "-n", ns, "-o", "json")
+		if r.code != 0 {
+			return ""
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d %s", s.Version, s.Info.Status)
+	}
+	interrupt := func(sig syscall.Signal, pending, flag, want string) {
+		t.Helper()
+		tmp := t.TempDir()
+		args := apply(nowhere...)
+		if flag != "" {
+			args = append(args, flag)
+		}
+		p := startHelmInject(t, tmp, args...)
+		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return status() == pending, nil
+		})
+		if err != nil {
+			t.Fatalf("the release never became %q (it is %q):\n%s", pending, status(), p.stderr)
+		}
+		p.stop(t, sig)
+		if !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("after %s, stderr lacks %q:\n%s", sig, want, p.stderr)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("temporary files left behind: %s", left[0].Name())
+		}
+	}
+
+	interrupt(syscall.SIGINT, "1 pending-install", "", `release "stuck": install interrupted (context canceled): revision 1 is failed; run apply again`)
+	if s := status(); s != "1 failed" {
+		t.Fatalf("after an interrupted install the release is %q, want 1 failed", s)
+	}
+	mustHelmInject(t, apply("--reset-values", "--wait", "--timeout", "2m")...)
+	if s := status(); s != "2 deployed" {
+		t.Fatalf("the apply after the interrupted install left %q, want 2 deployed", s)
+	}
+
+	// An interrupted upgrade is failed; Helm's rollback returns to the
+	// deployed revision, and the next apply then has nothing to do.
+	interrupt(syscall.SIGTERM, "3 pending-upgrade", "", `release "stuck": upgrade interrupted (context canceled): revision 3 is failed; `+"`helm rollback stuck`")
+	if s := status(); s != "3 failed" {
+		t.Fatalf("after an interrupted upgrade the release is %q, want 3 failed", s)
+	}
+	mustHelm(t, "rollback", "stuck", "-n", ns, "--wait", "--timeout", "2m")
+	mustHelmInject(t, apply("--reset-values", "--wait", "--timeout", "2m")...)
+	if s := status(); s != "4 deployed" {
+		t.Fatalf("rollback and apply after the interrupted upgrade left %q, want 4 deployed", s)
+	}
+
+	// With --atomic, helm-inject's upgrade rolls back by itself.
+	interrupt(syscall.SIGINT, "5 pending-upgrade", "--atomic", `release "stuck": upgrade interrupted: release stuck failed, and has been rolled back due to atomic being set: context canceled`)
+	if s := status(); s != "6 deployed" {
+		t.Fatalf("after an interrupted --atomic upgrade the release is %q, want 6 deployed (a rollback)", s)
+	}
+	if sel := deploymentNodeSelector(t, ns, "stuck"); len(sel) != 0 {
+		t.Errorf("after the rollback the Deployment still has nodeSelector %v", sel)
+	}
+	if w := workloads(t, mustHelm(t, "get", "manifest", "stuck", "-n", ns).stdout)["Deployment/stuck"]; !contains(w.containers, "sidecar") {
+		t.Errorf("final revision has containers %v", w.containers)
+	}
+}
+
+func deploymentNodeSelector(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	d, err := clientset(t).AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Spec.NodeSelector
 }

@@ -6,9 +6,11 @@ package e2e
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
@@ -47,5 +49,48 @@ func testMain(m *testing.M) int {
 		}
 	}
 	binDir = dir
-	return testenv.RunTests(m, testenv.Options{SimulatePods: true}, func(e *testenv.Env) { cluster = e })
+
+	// Every process of the suite (helm-inject, helm, helmfile, the tests'
+	// own temporary folders) uses one fresh TMPDIR, so that what helm-inject
+	// leaves behind can be found afterwards.
+	suiteTmp, err := os.MkdirTemp("", "e2e-tmp-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(suiteTmp)
+	os.Setenv("TMPDIR", suiteTmp)
+	code := testenv.RunTests(m, testenv.Options{SimulatePods: true}, func(e *testenv.Env) { cluster = e })
+	if left := leftovers(suiteTmp, root); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: helm-inject left temporary files behind after the suite:\n  %s\n", strings.Join(left, "\n  "))
+		return 1
+	}
+	return code
+}
+
+// leftovers lists helm-inject's temporary files that outlived the suite:
+// folders in TMPDIR named helm-inject-* (the injector's folder, the
+// temporary chart) and hidden translated helmfiles (.helm-inject-*) in the
+// repository. testenv's own folders are removed by RunTests before this.
+func leftovers(tmp, repo string) []string {
+	var left []string
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "helm-inject-") {
+			left = append(left, filepath.Join(tmp, e.Name()))
+		}
+	}
+	_ = filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == ".cache" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if strings.HasPrefix(d.Name(), ".helm-inject-") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	return left
 }

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,4 +113,45 @@ func TestParseCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseSpec: the spec parsers never panic; whatever they accept has a
+// program, and a command line rebuilt from the parsed words with every word
+// single-quoted parses back to the same words (nothing was expanded or
+// evaluated on the way: no variables, no backticks, no globbing).
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{
+		"istioctl kube-inject,f=FILE",
+		"istioctl kube-inject -f FILE --meshConfigFile mesh.yaml",
+		"linkerd inject --manual FILE",
+		"tool k=v=w", "tool a,,b", "f=FILE", "'unbalanced", `tool "a b" 'c d' e\ f`,
+		"tool $(touch canary)", "tool `id`", "tool FILE; rm -rf /", "tool $HOME *", "",
+	} {
+		f.Add(s)
+	}
+	quote := func(words []string) string {
+		q := make([]string, len(words))
+		for i, w := range words {
+			q[i] = "'" + strings.ReplaceAll(w, "'", `'"'"'`) + "'"
+		}
+		return strings.Join(q, " ")
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, parse := range map[string]func(string) (*Command, error){"ParseSpec": ParseSpec, "ParseCommand": ParseCommand} {
+			c, err := parse(s)
+			if err != nil {
+				continue
+			}
+			if len(c.Argv) == 0 || c.Argv[0] == "" {
+				t.Fatalf("%s(%q) accepted a spec without a program: %q", name, s, c.Argv)
+			}
+			back, err := ParseCommand(quote(c.Argv))
+			if err != nil {
+				t.Fatalf("%s(%q) = %q, which does not parse back: %v", name, s, c.Argv, err)
+			}
+			if !slices.Equal(back.Argv, c.Argv) {
+				t.Fatalf("%s(%q) = %q; quoted and parsed again: %q", name, s, c.Argv, back.Argv)
+			}
+		}
+	})
 }

@@ -98,7 +98,10 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	if current == nil && !a.Install {
 		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
 	}
-	if current != nil && !a.ForceUpgrade && !a.DryRun && current.Info.Status == release.StatusDeployed {
+	// Skip only when the newest revision is the deployed one: after a failed
+	// or interrupted upgrade the cluster may hold a part of it, so even the
+	// same inputs are applied again.
+	if current != nil && !a.ForceUpgrade && !a.DryRun && current.Info.Status == release.StatusDeployed && last != nil && last.Version == current.Version {
 		same, err := unchanged(p, current, a.ValuesMode, vals)
 		if err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
@@ -126,6 +129,9 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 		inst.Replace = last != nil
 		a.cfg.Releases.MaxHistory = a.MaxHistory
 		rel, err := inst.RunWithContext(ctx, tc, vals)
+		if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
+			return &Result{Release: rel, Installed: true}, a.interruptedInstall(rel, err)
+		}
 		if err != nil {
 			return &Result{Release: rel, Installed: true}, fmt.Errorf("release %q: install: %w", name, err)
 		}
@@ -153,10 +159,41 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 		up.ResetThenReuseValues = true
 	}
 	rel, err := up.RunWithContext(ctx, name, tc, vals)
+	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
+		// Helm's upgrade marks the revision failed itself (and rolls back
+		// with --atomic).
+		if a.Atomic {
+			// Helm's error says that it rolled back.
+			return &Result{Release: rel}, fmt.Errorf("release %q: upgrade interrupted: %w", name, err)
+		}
+		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade interrupted (%w): revision %d is %s; `helm rollback %s` returns to the deployed revision (--atomic does this by itself)", name, err, rel.Version, rel.Info.Status, name)
+	}
 	if err != nil {
 		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade: %w", name, err)
 	}
 	return &Result{Release: rel}, nil
+}
+
+// interruptedInstall settles an install that Ctrl-C or SIGTERM cut short.
+// Helm's install returns at once and leaves the revision pending-install,
+// which would block every later apply ("another operation is in
+// progress"). As Helm's upgrade does for an interrupted upgrade, the
+// revision is marked failed, so the next apply upgrades from it; with
+// --atomic the release is uninstalled instead, as after any failed install.
+func (a *Apply) interruptedInstall(rel *release.Release, cause error) error {
+	if a.Atomic {
+		un := action.NewUninstall(a.cfg)
+		un.Wait, un.Timeout = true, a.Timeout
+		if _, err := un.Run(rel.Name); err != nil {
+			return fmt.Errorf("release %q: install interrupted (%w); --atomic could not uninstall it: %w", rel.Name, cause, err)
+		}
+		return fmt.Errorf("release %q: install interrupted (%w); uninstalled it (--atomic)", rel.Name, cause)
+	}
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Install interrupted: %v", cause))
+	if err := a.cfg.Releases.Update(rel); err != nil {
+		return fmt.Errorf("release %q: install interrupted (%w); marking revision %d failed: %w", rel.Name, cause, rel.Version, err)
+	}
+	return fmt.Errorf("release %q: install interrupted (%w): revision %d is failed; run apply again to finish it, or helm uninstall %s", rel.Name, cause, rel.Version, rel.Name)
 }
 
 // history returns the revision an upgrade builds on (nil when the release

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
@@ -62,14 +64,32 @@ func defaultKeyring() string {
 }
 
 // load resolves the chart reference and merges the user's values.
-func (c *chartFlags) load(settings *cli.EnvSettings, ref string, stderr io.Writer) (release.Source, map[string]any, error) {
+func (c *chartFlags) load(ctx context.Context, settings *cli.EnvSettings, ref string, stderr io.Writer) (release.Source, map[string]any, error) {
 	rc, err := c.registryClient(settings, stderr)
 	if err != nil {
 		return release.Source{}, nil, err
 	}
-	ch, _, err := chartify.Load(ref, chartify.LoadOptions{PathOptions: c.path, Devel: c.devel, Settings: settings, RegistryClient: rc})
-	if err != nil {
-		return release.Source{}, nil, err
+	// Helm's chart downloads take no context; a stalled repository must
+	// not make Ctrl-C or SIGTERM wait, so the load is abandoned (it writes
+	// only to Helm's cache) when ctx ends.
+	type loaded struct {
+		ch  *chart.Chart
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		ch, _, err := chartify.Load(ref, chartify.LoadOptions{PathOptions: c.path, Devel: c.devel, Settings: settings, RegistryClient: rc})
+		done <- loaded{ch, err}
+	}()
+	var ch *chart.Chart
+	select {
+	case <-ctx.Done():
+		return release.Source{}, nil, fmt.Errorf("chart %s: interrupted while loading it: %w", ref, context.Cause(ctx))
+	case l := <-done:
+		if l.err != nil {
+			return release.Source{}, nil, l.err
+		}
+		ch = l.ch
 	}
 	vals, err := c.values.MergeValues(getter.All(settings))
 	if err != nil {

@@ -65,7 +65,7 @@ func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, arg
 	if l.pipeline, err = in.injectors.pipeline(); err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
-	if l.src, l.vals, err = in.chart.load(settings, args[1], cmd.ErrOrStderr()); err != nil {
+	if l.src, l.vals, err = in.chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr()); err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	if l.cfg, err = release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr())); err != nil {

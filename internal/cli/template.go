@@ -38,7 +38,7 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("release %q: %w", args[0], err)
 			}
-			src, vals, err := chart.load(settings, args[1], cmd.ErrOrStderr())
+			src, vals, err := chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr())
 			if err != nil {
 				return fmt.Errorf("release %q: %w", args[0], err)
 			}
