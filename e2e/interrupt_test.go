@@ -114,12 +114,14 @@ type started struct {
 	stderr *bytes.Buffer
 }
 
-// startHelmInject starts helm-inject with its own TMPDIR.
-func startHelmInject(t *testing.T, tmp string, args ...string) started {
+// startHelmInject starts helm-inject with its own TMPDIR and extra
+// environment variables env.
+func startHelmInject(t *testing.T, env []string, tmp string, args ...string) started {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "helm-inject"), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
@@ -162,7 +164,7 @@ func TestInterruptWhileFetchingTheChart(t *testing.T) {
 	defer srv.Close()
 	defer srv.CloseClientConnections()
 	tmp := t.TempDir()
-	p := startHelmInject(t, tmp, "apply", "unfetched", "webapp", "--repo", srv.URL, "-n", ns, "--injector", "sidecar-injector f=FILE")
+	p := startHelmInject(t, nil, tmp, "apply", "unfetched", "webapp", "--repo", srv.URL, "-n", ns, "--injector", "sidecar-injector f=FILE")
 	select {
 	case <-asked:
 	case <-time.After(time.Minute):
@@ -233,7 +235,7 @@ spec:
 		if flag != "" {
 			args = append(args, flag)
 		}
-		p := startHelmInject(t, tmp, args...)
+		p := startHelmInject(t, nil, tmp, args...)
 		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			return status() == pending, nil
 		})

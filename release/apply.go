@@ -210,7 +210,12 @@ func history(cfg *action.Configuration, name string) (current, last *release.Rel
 		return nil, last, nil
 	}
 	if last.Info.Status.IsPending() {
-		return nil, nil, fmt.Errorf("release %q: another operation (install/upgrade/rollback) is in progress (revision %d is %s)", name, last.Version, last.Info.Status)
+		undo := "helm rollback " + name
+		if last.Info.Status == release.StatusPendingInstall {
+			undo = "helm uninstall " + name
+		}
+		return nil, nil, fmt.Errorf("release %q: another operation (install/upgrade/rollback) is in progress (revision %d is %s); "+
+			"if none is (the one that started it was killed or lost the API server), `%s` ends it", name, last.Version, last.Info.Status, undo)
 	}
 	current = last
 	if last.Info.Status != release.StatusDeployed {
