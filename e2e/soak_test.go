@@ -90,4 +90,3 @@ func openFiles(t *testing.T) int {
 	}
 	return len(entries)
 }
-
