@@ -8,7 +8,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: demo test tools vet unit cluster build clean-tools
+.PHONY: demo test tools vet unit cluster build bench clean-tools
 
 # The demo needs only the control plane and the helm CLI.
 demo:
@@ -36,6 +36,15 @@ cluster: tools
 
 build:
 	$(GO) build -o bin/helm-inject .
+
+# Side-by-side comparison with the helm CLI, chartify and --post-renderer
+# (about 15 minutes at these sizes); rewrites docs/performance.md and .svg.
+# Stage benchmarks: go test ./chartify ./inject ./release -run '^$$' -bench .
+BENCH_SIZES ?= 10,100,500
+BENCH_ROUNDS ?= 5
+bench:
+	bash hack/tools.sh etcd kubernetes helm
+	cd hack/bench && $(GO) vet . && $(GO) run . -sizes $(BENCH_SIZES) -rounds $(BENCH_ROUNDS)
 
 clean-tools:
 	rm -rf .cache/tools

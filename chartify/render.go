@@ -31,6 +31,10 @@ type RenderOptions struct {
 	// without it lookup returns empty results, as in `helm template`.
 	RESTConfig           *rest.Config
 	SkipSchemaValidation bool
+	// Known are documents already parsed, by content: rendering the
+	// temporary chart gives back the injected documents byte for byte, so
+	// their identities need not be read again.
+	Known map[string]manifest.Document
 }
 
 // Rendered is a rendered chart, split into documents.
@@ -99,14 +103,14 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 	}
 	r.Documents = make([]manifest.Document, 0, len(manifests)+len(hooks))
 	for _, m := range manifests {
-		d, err := parseRendered(m.Name, m.Content)
+		d, err := o.parseRendered(m.Name, m.Content)
 		if err != nil {
 			return nil, err
 		}
 		r.Documents = append(r.Documents, d)
 	}
 	for _, h := range hooks {
-		d, err := parseRendered(h.Path, h.Manifest)
+		d, err := o.parseRendered(h.Path, h.Manifest)
 		if err != nil {
 			return nil, err
 		}
@@ -115,8 +119,13 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 	return r, nil
 }
 
-func parseRendered(source, content string) (manifest.Document, error) {
-	d, err := manifest.Parse(source, strings.TrimSpace(content))
+func (o RenderOptions) parseRendered(source, content string) (manifest.Document, error) {
+	content = strings.TrimSpace(content)
+	if d, ok := o.Known[content]; ok {
+		d.Source = source
+		return d, nil
+	}
+	d, err := manifest.Parse(source, content)
 	if err != nil {
 		return d, fmt.Errorf("rendered template %s: %w", source, err)
 	}

@@ -1,6 +1,6 @@
 // Package inject rewrites rendered manifests through injectors: external
-// programs (istioctl kube-inject, linkerd inject, any script) and, later,
-// built-in versioned sidecar templates. Every injector implements Injector;
+// programs (istioctl kube-inject, linkerd inject, any script) and built-in
+// versioned sidecar templates. Every injector implements Injector;
 // a Pipeline runs them in order on one multi-document stream per release and
 // checks each one's output before the next runs, so nothing unchecked reaches
 // the temporary chart or the cluster.
@@ -9,6 +9,8 @@ package inject
 import (
 	"context"
 	"fmt"
+
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // Injector rewrites a multi-document YAML stream.
@@ -19,6 +21,15 @@ type Injector interface {
 	// Inject returns the rewritten stream. It must keep every resource
 	// (same apiVersion, kind, namespace and name); the Pipeline checks that.
 	Inject(ctx context.Context, manifests []byte, env Env) ([]byte, error)
+}
+
+// DocumentInjector is an Injector that can work on parsed documents and
+// keeps every resource's identity by construction (the built-in
+// TemplateInjector). The Pipeline uses it to skip joining the stream,
+// re-splitting and re-parsing the output, and checking identities.
+type DocumentInjector interface {
+	Injector
+	InjectDocuments(ctx context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error)
 }
 
 // Env is what an injector may know about the release it injects into.

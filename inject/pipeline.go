@@ -85,6 +85,9 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Document, env Env, timeout time.Duration) ([]manifest.Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if di, ok := inj.(DocumentInjector); ok {
+		return di.InjectDocuments(ctx, in, env)
+	}
 	raw, err := inj.Inject(ctx, []byte(manifest.Join(in)), env)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -202,37 +202,72 @@ type StatusEntry struct {
 // Inject implements Injector: every selected pod template gets the patch,
 // after what an earlier run of the same injector added was stripped.
 func (t *TemplateInjector) Inject(_ context.Context, manifests []byte, env Env) ([]byte, error) {
-	docs := manifest.Split(string(manifests))
 	var out strings.Builder
-	for _, doc := range docs {
-		var root yaml.Node
-		if err := yaml.Unmarshal([]byte(doc), &root); err != nil || len(root.Content) == 0 {
-			return nil, fmt.Errorf("reading a manifest: %v", err)
-		}
-		obj := root.Content[0]
-		tmpl, kind, name := podTemplateOf(obj)
-		changed := false
-		if tmpl != nil && t.selects(tmpl, kind, name) {
-			var err error
-			if changed, err = t.apply(tmpl, kind, name, env); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", kind, name, err)
-			}
-		}
-		out.WriteString("---\n")
-		if !changed {
-			out.WriteString(doc)
-			out.WriteString("\n")
-			continue
-		}
-		var b bytes.Buffer
-		enc := yaml.NewEncoder(&b)
-		enc.SetIndent(2)
-		if err := enc.Encode(&root); err != nil {
+	for _, doc := range manifest.Split(string(manifests)) {
+		content, _, err := t.injectOne(doc, env)
+		if err != nil {
 			return nil, err
 		}
-		out.Write(b.Bytes())
+		out.WriteString("---\n")
+		out.WriteString(content)
+		out.WriteString("\n")
 	}
 	return []byte(out.String()), nil
+}
+
+// InjectDocuments implements DocumentInjector, the Pipeline's fast path
+// for built-in injectors: only documents of a kind that has a pod template
+// (and that the definition selects) are parsed, and the output needs no
+// identity check, because only pod templates are changed.
+func (t *TemplateInjector) InjectDocuments(_ context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
+	out := slices.Clone(docs)
+	for i, d := range docs {
+		if !podTemplateKinds[d.ID.Kind] || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
+			continue
+		}
+		content, changed, err := t.injectOne(d.Content, env)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			out[i].Content = content
+		}
+	}
+	return out, nil
+}
+
+// podTemplateKinds are the kinds podTemplateOf finds a pod template in.
+var podTemplateKinds = map[string]bool{
+	"Pod": true, "Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true,
+	"Job": true, "ReplicationController": true, "CronJob": true,
+}
+
+// injectOne injects one document (trimmed YAML text) and returns its new
+// text, trimmed as manifest.Split returns it, and whether it changed.
+func (t *TemplateInjector) injectOne(doc string, env Env) (string, bool, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &root); err != nil || len(root.Content) == 0 {
+		return "", false, fmt.Errorf("reading a manifest: %v", err)
+	}
+	obj := root.Content[0]
+	tmpl, kind, name := podTemplateOf(obj)
+	if tmpl == nil || !t.selects(tmpl, kind, name) {
+		return doc, false, nil
+	}
+	changed, err := t.apply(tmpl, kind, name, env)
+	if err != nil {
+		return "", false, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	if !changed {
+		return doc, false, nil
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return "", false, err
+	}
+	return strings.TrimSpace(b.String()), true, nil
 }
 
 func (t *TemplateInjector) selects(tmpl *yaml.Node, kind, name string) bool {

@@ -305,11 +305,12 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.strategy == "" {
 		o.strategy = inject.ReconcileAlways
 	}
-	tc, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir, o.keepChart)
+	tc, known, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir, o.keepChart)
 	if err != nil {
 		return nil, err
 	}
 	opts.SkipSchemaValidation = true
+	opts.Known = known
 	rendered, err := chartify.Render(tc, renderVals, opts)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
@@ -326,14 +327,15 @@ type Chooser func(renderedDigest string) inject.Choice
 // source chart, choose the built-in injectors' versions, run the injectors,
 // and return the temporary chart as loaded back from disk. The on-disk copy
 // lives in a private temporary folder that is removed before BuildChart
-// returns; keepDir, when set, receives a copy.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir, keepDir string) (*chart.Chart, error) {
+// returns; keepDir, when set, receives a copy. known holds the injected
+// documents by content, for chartify.RenderOptions.Known.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir, keepDir string) (_ *chart.Chart, known map[string]manifest.Document, _ error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
-		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
+		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
 	}
 	if len(rendered.Documents) == 0 && len(src.Chart.CRDObjects()) == 0 {
-		return nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
+		return nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
 	}
 	if p == nil {
 		p = &inject.Pipeline{}
@@ -345,7 +347,7 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	}
 	resolved, err := inject.Resolve(p.Injectors, choice)
 	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	run := *p
 	run.Injectors = resolved
@@ -353,11 +355,11 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, d := range docs {
 		if len(d.Content) > MaxResourceBytes {
-			return nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
+			return nil, nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
 				name, d.ID, d.Source, len(d.Content), MaxResourceBytes)
 		}
 	}
@@ -374,26 +376,30 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	}
 	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: src.Ref, Injectors: records, RenderedDigest: digest})
 	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	dir, err := os.MkdirTemp("", "helm-inject-chart-")
 	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	defer os.RemoveAll(dir)
 	if err := chartify.WriteChart(tc, dir); err != nil {
-		return nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
+		return nil, nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
 	}
 	if keepDir != "" {
 		if err := chartify.WriteChart(tc, keepDir); err != nil {
-			return nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, keepDir, err)
+			return nil, nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, keepDir, err)
 		}
 	}
 	loaded, err := chartify.LoadWritten(dir)
 	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	return loaded, nil
+	known = make(map[string]manifest.Document, len(docs))
+	for _, d := range docs {
+		known[d.Content] = d
+	}
+	return loaded, known, nil
 }
 
 // MaxResourceBytes is the largest single resource helm-inject will hand to

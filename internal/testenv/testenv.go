@@ -79,12 +79,17 @@ type process struct {
 // $HELM_INJECT_TOOLS_BIN, or .cache/tools/bin at the repository root found
 // by walking up from the working directory to go.mod.
 func ToolsBinDir() (string, error) {
-	if dir := os.Getenv(ToolsBinEnv); dir != "" {
-		return filepath.Abs(dir)
-	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
+	}
+	return ToolsBinDirFrom(root)
+}
+
+// ToolsBinDirFrom is ToolsBinDir for the checkout at root.
+func ToolsBinDirFrom(root string) (string, error) {
+	if dir := os.Getenv(ToolsBinEnv); dir != "" {
+		return filepath.Abs(dir)
 	}
 	return filepath.Join(root, ".cache", "tools", "bin"), nil
 }

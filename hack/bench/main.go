@@ -1,0 +1,463 @@
+// Command bench compares helm-inject with the tools it replaces, side by
+// side in one run on one machine: the helm CLI, helm piped into an
+// injector, chartify (what helmfile runs for `injector:` today), Helm's
+// --post-renderer, and helm-inject's template and apply with an external
+// and a built-in injector. Methods alternate within each round; medians
+// and min-max are reported, with CPU time, peak RSS, injector runs, ratios
+// and the cost per workload. It rewrites the results section of
+// docs/performance.md and docs/performance.svg.
+//
+//	make bench                      # = cd hack/bench && go run . -sizes 10,100,500,2000 -rounds 5
+//	cd hack/bench && go run . -sizes 10,100 -rounds 3 -write=false
+//
+// It is its own Go module so that chartify, which only the comparison
+// needs, stays out of helm-inject's go.mod.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/helmfile/chartify"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/helm-inject/helm-inject/internal/benchchart"
+	"github.com/helm-inject/helm-inject/internal/testenv"
+)
+
+func main() {
+	// Re-executed as one measured process for the chartify method.
+	if len(os.Args) > 1 && os.Args[1] == "chartify-run" {
+		if err := chartifyRun(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "chartify-run:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctrllog.SetLogger(logr.Discard()) // envtest's progress lines
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// chartifyRun does what helmfile does for a release with `injector:`:
+// chartify the chart (helm template --output-dir, one injector run per
+// rendered file, a temporary chart), then render that chart with helm.
+func chartifyRun(args []string) error {
+	helm, chart, injector, out := args[0], args[1], args[2], args[3]
+	r := chartify.New(chartify.HelmBin(helm), chartify.UseHelm3(true))
+	tmp, err := r.Chartify("bench", chart, chartify.WithChartifyOpts(&chartify.ChartifyOpts{
+		Injectors: []string{injector},
+		SetFlags:  []string{"--set", "level=bench"},
+	}))
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command(helm, "template", "bench", tmp)
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, os.Stderr
+	return cmd.Run()
+}
+
+type options struct {
+	sizes  []int
+	rounds int
+	write  bool
+	repo   string
+}
+
+func run(ctx context.Context) error {
+	var o options
+	sizes := flag.String("sizes", "10,100,500,2000", "workload counts (Deployment + Service per workload)")
+	flag.IntVar(&o.rounds, "rounds", 5, "measured rounds per method and size")
+	flag.BoolVar(&o.write, "write", true, "rewrite the results in docs/performance.md and docs/performance.svg")
+	flag.Parse()
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("-sizes: %w", err)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	var err error
+	if o.repo, err = repoRoot(); err != nil {
+		return err
+	}
+
+	work, err := os.MkdirTemp("", "helm-inject-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "bin")
+	for _, pkg := range []string{".", "./fixtures/injectors/sidecar-injector"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin+string(filepath.Separator), pkg)
+		cmd.Dir = o.repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	tools, err := testenv.ToolsBinDirFrom(o.repo)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "bench: starting etcd and kube-apiserver")
+	env, err := testenv.Start(ctx, testenv.Options{ToolsBin: tools})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+
+	b := &bench{
+		o: o, ctx: ctx, work: work,
+		helm: filepath.Join(tools, "helm"), helmInject: filepath.Join(bin, "helm-inject"),
+		injector: filepath.Join(bin, "sidecar-injector"), self: self,
+		environ: append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), env.Environ()...),
+	}
+	results, err := b.measure()
+	if err != nil {
+		return err
+	}
+	report := b.report(results)
+	fmt.Print(report)
+	if !o.write {
+		return nil
+	}
+	if err := replaceSection(filepath.Join(o.repo, "docs", "performance.md"), report); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.repo, "docs", "performance.svg"), []byte(plot(results, o.sizes)), 0o644)
+}
+
+// repoRoot is the folder above the working directory holding
+// hack/versions.env (this module's own go.mod is in hack/bench).
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "versions.env")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no helm-inject checkout above the working directory")
+		}
+		dir = parent
+	}
+}
+
+type bench struct {
+	o                                options
+	ctx                              context.Context
+	work                             string
+	helm, helmInject, injector, self string
+	environ                          []string
+}
+
+// method is one way of getting injected manifests (or an injected release).
+type method struct {
+	key, label string
+	// install methods write a release; they are compared with plain helm
+	// upgrade --install, the others with helm template.
+	install bool
+	// args returns the command line for size n in round r; count is the
+	// injector's count file.
+	args func(n, r int, chart, count string) []string
+}
+
+func (b *bench) methods() []method {
+	lib := filepath.Join(b.o.repo, "examples", "injectors")
+	builtin := []string{"--injector-library", lib, "--with", "log-shipper@1.1.0", "--with-set", "log-shipper.destination=logs.example:24224"}
+	ext := func(count string) string { return "sidecar-injector f=FILE,count-file=" + count }
+	set := func(r int) []string { return []string{"--set", fmt.Sprintf("level=r%d", r)} }
+	ns := func(n int) []string {
+		return []string{"-n", fmt.Sprintf("bench-%d", n), "--create-namespace", "--history-max", "10"}
+	}
+	sh := func(s string) []string { return []string{"sh", "-c", s} }
+	return []method{
+		{key: "helm-template", label: "helm template (CLI)", args: func(n, r int, chart, count string) []string {
+			return []string{b.helm, "template", "bench", chart}
+		}},
+		{key: "helm-template-pipe", label: "helm template \\| injector", args: func(n, r int, chart, count string) []string {
+			return sh(fmt.Sprintf("%q template bench %q | %q --count-file %q", b.helm, chart, b.injector, count))
+		}},
+		{key: "chartify", label: "chartify v0.28.2 + helm template", args: func(n, r int, chart, count string) []string {
+			return []string{b.self, "chartify-run", b.helm, chart, b.injector + ",f=FILE,count-file=" + count, os.DevNull}
+		}},
+		{key: "hi-template-ext", label: "helm-inject template, external", args: func(n, r int, chart, count string) []string {
+			return []string{b.helmInject, "template", "bench", chart, "--injector", ext(count)}
+		}},
+		{key: "hi-template-builtin", label: "helm-inject template, built-in", args: func(n, r int, chart, count string) []string {
+			return append([]string{b.helmInject, "template", "bench", chart}, builtin...)
+		}},
+		{key: "helm-upgrade", label: "helm upgrade --install", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helm, "upgrade", "--install", "plain", chart}, ns(n), set(r))
+		}},
+		{key: "helm-postrender", label: "helm upgrade --install --post-renderer injector", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helm, "upgrade", "--install", "postrendered", chart, "--post-renderer", b.injector,
+				"--post-renderer-args", "--count-file", "--post-renderer-args", count}, ns(n), set(r))
+		}},
+		{key: "hi-apply-ext", label: "helm-inject apply, external", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helmInject, "apply", "external", chart, "--injector", ext(count)}, ns(n), set(r))
+		}},
+		{key: "hi-apply-builtin", label: "helm-inject apply, built-in", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helmInject, "apply", "builtin", chart}, builtin, ns(n), set(r))
+		}},
+	}
+}
+
+// sample is one measured run.
+type sample struct {
+	wall, cpu time.Duration
+	rssKB     int64
+	runs      int
+}
+
+// results[method key][n] holds the samples.
+type results map[string]map[int][]sample
+
+func (b *bench) measure() (results, error) {
+	ms := b.methods()
+	res := results{}
+	for _, n := range b.o.sizes {
+		chart := filepath.Join(b.work, fmt.Sprintf("chart-%d", n), "bench")
+		if err := benchchart.Write(chart, n); err != nil {
+			return nil, err
+		}
+		// Round 0 warms caches and installs the releases; it is not kept.
+		for r := 0; r <= b.o.rounds; r++ {
+			for i := range ms {
+				m := ms[(i+r)%len(ms)] // a different order every round
+				count := filepath.Join(b.work, fmt.Sprintf("count-%s-%d-%d", m.key, n, r))
+				s, err := b.runOnce(m.args(n, r, chart, count))
+				if err != nil {
+					return nil, fmt.Errorf("%s, N=%d: %w", m.label, n, err)
+				}
+				if data, err := os.ReadFile(count); err == nil {
+					s.runs = strings.Count(string(data), "\n")
+				}
+				if r > 0 {
+					if res[m.key] == nil {
+						res[m.key] = map[int][]sample{}
+					}
+					res[m.key][n] = append(res[m.key][n], s)
+				}
+			}
+			fmt.Fprintf(os.Stderr, "bench: N=%d round %d/%d done\n", n, r, b.o.rounds)
+		}
+	}
+	return res, nil
+}
+
+func (b *bench) runOnce(argv []string) (sample, error) {
+	cmd := exec.CommandContext(b.ctx, argv[0], argv[1:]...)
+	cmd.Env = b.environ
+	cmd.Stdout = nil // discarded: the manifests themselves are not measured
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	// wait4's usage covers the process and every descendant it waited for
+	// (helm's and chartify's injector runs included); maxrss is the largest.
+	return sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rssKB: ru.Maxrss}, nil
+}
+
+type stat struct{ median, min, max float64 }
+
+func stats(xs []float64) stat {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stat{m, s[0], s[len(s)-1]}
+}
+
+func (res results) wall(key string, n int) stat {
+	var xs []float64
+	for _, s := range res[key][n] {
+		xs = append(xs, s.wall.Seconds())
+	}
+	return stats(xs)
+}
+
+func (res results) of(key string, n int, f func(sample) float64) float64 {
+	var xs []float64
+	for _, s := range res[key][n] {
+		xs = append(xs, f(s))
+	}
+	return stats(xs).median
+}
+
+func (b *bench) report(res results) string {
+	var w strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&w, "Measured %s on %s/%s, %d CPUs (%s), %s; helm %s CLI, kube-apiserver from hack/versions.env; "+
+		"%d rounds per method and size after one warm-up round, methods in a different order every round.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), host, helmVersion(b.helm), b.o.rounds)
+	fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d` (or `make bench`).\n\n", joinInts(b.o.sizes), b.o.rounds)
+	ms := b.methods()
+	for _, n := range b.o.sizes {
+		fmt.Fprintf(&w, "### N = %d workloads (%d resources)\n\n", n, 2*n)
+		fmt.Fprintln(&w, "| method | wall, median (min-max) | CPU | peak RSS | injector runs | vs helm |")
+		fmt.Fprintln(&w, "|---|---:|---:|---:|---:|---:|")
+		for _, m := range ms {
+			st := res.wall(m.key, n)
+			base := "helm-template"
+			if m.install {
+				base = "helm-upgrade"
+			}
+			fmt.Fprintf(&w, "| %s | %.3f s (%.3f-%.3f) | %.3f s | %.0f MB | %.0f | %.2fx |\n", m.label, st.median, st.min, st.max,
+				res.of(m.key, n, func(s sample) float64 { return s.cpu.Seconds() }),
+				res.of(m.key, n, func(s sample) float64 { return float64(s.rssKB) / 1024 }),
+				res.of(m.key, n, func(s sample) float64 { return float64(s.runs) }),
+				st.median/res.wall(base, n).median)
+		}
+		fmt.Fprintln(&w)
+	}
+
+	top := b.o.sizes[len(b.o.sizes)-1]
+	ratio := func(a, c string) float64 { return res.wall(a, top).median / res.wall(c, top).median }
+	rss := func(a, c string) float64 {
+		f := func(s sample) float64 { return float64(s.rssKB) }
+		return res.of(a, top, f) / res.of(c, top, f)
+	}
+	fmt.Fprintf(&w, "### Targets at N = %d\n\n", top)
+	fmt.Fprintln(&w, "| target | measured | met |")
+	fmt.Fprintln(&w, "|---|---:|---|")
+	check := func(name string, v float64, ok bool) {
+		mark := "yes"
+		if !ok {
+			mark = "**no**"
+		}
+		fmt.Fprintf(&w, "| %s | %.2f | %s |\n", name, v, mark)
+	}
+	v := ratio("hi-template-builtin", "helm-template")
+	check("template, built-in ≤ 0.8x helm template", v, v <= 0.8)
+	v = ratio("chartify", "hi-template-builtin")
+	check("chartify ≥ 10x template, built-in", v, v >= 10)
+	v = ratio("chartify", "hi-template-ext")
+	check("chartify ≥ 5x template, external", v, v >= 5)
+	v = ratio("hi-template-ext", "helm-template-pipe")
+	check("template, external ≤ 1.1x helm template \\| injector", v, v <= 1.1)
+	v = ratio("hi-apply-builtin", "helm-upgrade")
+	check("apply, built-in ≤ 1.05x helm upgrade --install", v, v <= 1.05)
+	v = ratio("hi-apply-ext", "helm-upgrade")
+	check("apply, external ≤ 1.10x helm upgrade --install", v, v <= 1.10)
+	v = ratio("helm-postrender", "helm-upgrade")
+	check("(reference) --post-renderer vs helm upgrade --install", v, true)
+	v = max(rss("hi-template-builtin", "helm-template"), rss("hi-template-ext", "helm-template"))
+	check("peak RSS of template ≤ 1.5x helm template", v, v <= 1.5)
+	v = max(rss("hi-apply-builtin", "helm-upgrade"), rss("hi-apply-ext", "helm-upgrade"))
+	check("peak RSS of apply ≤ 1.5x helm upgrade --install", v, v <= 1.5)
+	fmt.Fprintln(&w)
+
+	fmt.Fprintln(&w, "### Cost per workload (least-squares slope of the median wall time over N)")
+	fmt.Fprintln(&w)
+	fmt.Fprintln(&w, "| method | ms per workload | fixed cost |")
+	fmt.Fprintln(&w, "|---|---:|---:|")
+	for _, m := range ms {
+		slope, icpt := fit(b.o.sizes, func(n int) float64 { return res.wall(m.key, n).median })
+		fmt.Fprintf(&w, "| %s | %.3f | %.3f s |\n", m.label, slope*1000, icpt)
+	}
+	fmt.Fprintln(&w)
+	fmt.Fprintln(&w, "![wall time against N for each method](performance.svg)")
+	return w.String()
+}
+
+// fit returns the least-squares slope and intercept of y(n) over sizes.
+func fit(sizes []int, y func(int) float64) (float64, float64) {
+	var sx, sy, sxx, sxy float64
+	k := float64(len(sizes))
+	for _, n := range sizes {
+		x := float64(n)
+		sx, sy, sxx, sxy = sx+x, sy+y(n), sxx+x*x, sxy+x*y(n)
+	}
+	d := k*sxx - sx*sx
+	if d == 0 {
+		return 0, sy / k
+	}
+	slope := (k*sxy - sx*sy) / d
+	return slope, (sy - slope*sx) / k
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func helmVersion(helm string) string {
+	out, err := exec.Command(helm, "version", "--short").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+const (
+	beginMarker = "<!-- bench results: begin (written by hack/bench) -->"
+	endMarker   = "<!-- bench results: end -->"
+)
+
+// replaceSection rewrites what lies between the markers in path.
+func replaceSection(path, body string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(data)
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s lacks the markers %q and %q", path, beginMarker, endMarker)
+	}
+	s = s[:i+len(beginMarker)] + "\n" + body + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}

@@ -1,0 +1,115 @@
+package inject
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+
+	"github.com/helm-inject/helm-inject/internal/benchchart"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+var benchSizes = []int{10, 100, 500, 2000}
+
+// benchDocs renders the synthetic chart with Helm's engine (this package
+// cannot use chartify, which imports it) into documents.
+func benchDocs(b *testing.B, n int) []manifest.Document {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "bench")
+	if err := benchchart.Write(dir, n); err != nil {
+		b.Fatal(err)
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, nil, chartutil.ReleaseOptions{Name: "bench", Namespace: "default"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs []manifest.Document
+	for name, content := range files {
+		for _, part := range releaseutil.SplitManifests(content) {
+			d, err := manifest.Parse(name, part)
+			if err != nil {
+				b.Fatal(err)
+			}
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+// BenchmarkTemplateInjector: the built-in log-shipper 1.1.0 over every
+// workload, in-process.
+func BenchmarkTemplateInjector(b *testing.B) {
+	lib, err := LoadLibrary("../examples/injectors")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ti, err := NewTemplateInjector(lib.Get("log-shipper", "1.1.0"), map[string]any{"destination": "logs.example:24224"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			p := &Pipeline{Injectors: []Injector{ti}}
+			docs := benchDocs(b, n)
+			for b.Loop() {
+				if _, _, err := p.Run(context.Background(), docs, Env{Release: "bench", Namespace: "default"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCommandInjector: the fixture injector program, one run per
+// release, FILE form (write the file, run it, read and check its output).
+func BenchmarkCommandInjector(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "sidecar-injector")
+	if out, err := exec.Command("go", "build", "-o", bin, "../fixtures/injectors/sidecar-injector").CombinedOutput(); err != nil {
+		b.Fatalf("building the fixture injector: %v\n%s", err, out)
+	}
+	cmd, err := ParseSpec(bin + " f=FILE")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			p := &Pipeline{Injectors: []Injector{cmd}}
+			docs := benchDocs(b, n)
+			for b.Loop() {
+				if _, _, err := p.Run(context.Background(), docs, Env{Release: "bench", Namespace: "default"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReconcile: checking an injector's output against its input.
+func BenchmarkReconcile(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			docs := benchDocs(b, n)
+			out := manifest.Join(docs)
+			for b.Loop() {
+				if _, err := Reconcile(docs, out, "default"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
