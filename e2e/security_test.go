@@ -27,7 +27,7 @@ func TestNothingRunsThroughAShell(t *testing.T) {
 
 	// Values and injector arguments are passed as they are.
 	mustHelmInject(t, "apply", "shellsafe", apiChart, "-n", ns,
-		"--set-string", "logLevel="+sub+tick+semi, "--skip-schema-validation",
+		"--set-string", "logLevel="+sub+tick+semi,
 		"--injector", "sidecar-injector f=FILE,label="+sub,
 		"--inject", "sidecar-injector --name second --label '"+tick+semi+"' FILE")
 	if got := configMapData(t, ns, "shellsafe-config")["logLevel"]; got != sub+tick+semi {

@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -90,7 +91,8 @@ func run(ctx context.Context) error {
 	var o options
 	sizes := flag.String("sizes", "10,100,500,2000", "workload counts (Deployment + Service per workload)")
 	flag.IntVar(&o.rounds, "rounds", 5, "measured rounds per method and size")
-	flag.BoolVar(&o.write, "write", true, "rewrite the results in docs/performance.md and docs/performance.svg")
+	flag.BoolVar(&o.write, "write", true, "rewrite the results in docs/performance.md, .svg and .json")
+	replot := flag.Bool("replot", false, "only rewrite docs/performance.md and .svg from docs/performance.json")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -102,6 +104,18 @@ func run(ctx context.Context) error {
 	var err error
 	if o.repo, err = repoRoot(); err != nil {
 		return err
+	}
+	if *replot {
+		data, err := os.ReadFile(filepath.Join(o.repo, "docs", "performance.json"))
+		if err != nil {
+			return err
+		}
+		var saved savedRun
+		if err := json.Unmarshal(data, &saved); err != nil {
+			return fmt.Errorf("docs/performance.json: %w", err)
+		}
+		b := &bench{o: options{sizes: saved.Sizes, rounds: saved.Rounds, repo: o.repo}}
+		return b.write(saved.Header, saved.Results)
 	}
 
 	work, err := os.MkdirTemp("", "helm-inject-bench-")
@@ -142,15 +156,38 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	report := b.report(results)
-	fmt.Print(report)
+	head := b.header()
 	if !o.write {
+		fmt.Print(b.report(head, results))
 		return nil
 	}
-	if err := replaceSection(filepath.Join(o.repo, "docs", "performance.md"), report); err != nil {
+	data, err := json.MarshalIndent(savedRun{Header: head, Sizes: o.sizes, Rounds: o.rounds, Results: results}, "", " ")
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(o.repo, "docs", "performance.svg"), []byte(plot(results, o.sizes)), 0o644)
+	if err := os.WriteFile(filepath.Join(o.repo, "docs", "performance.json"), data, 0o644); err != nil {
+		return err
+	}
+	return b.write(head, results)
+}
+
+// savedRun is docs/performance.json: everything the report is made from.
+type savedRun struct {
+	Header  string  `json:"header"`
+	Sizes   []int   `json:"sizes"`
+	Rounds  int     `json:"rounds"`
+	Results results `json:"results"`
+}
+
+// write prints the report and rewrites docs/performance.md's results
+// section and docs/performance.svg.
+func (b *bench) write(head string, res results) error {
+	report := b.report(head, res)
+	fmt.Print(report)
+	if err := replaceSection(filepath.Join(b.o.repo, "docs", "performance.md"), report); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(b.o.repo, "docs", "performance.svg"), []byte(plot(res, b.o.sizes)), 0o644)
 }
 
 // repoRoot is the folder above the working directory holding
@@ -234,9 +271,10 @@ func (b *bench) methods() []method {
 
 // sample is one measured run.
 type sample struct {
-	wall, cpu time.Duration
-	rssKB     int64
-	runs      int
+	Wall  time.Duration `json:"wall"`
+	CPU   time.Duration `json:"cpu"`
+	RSSKB int64         `json:"rssKB"`
+	Runs  int           `json:"runs"`
 }
 
 // results[method key][n] holds the samples.
@@ -260,7 +298,7 @@ func (b *bench) measure() (results, error) {
 					return nil, fmt.Errorf("%s, N=%d: %w", m.label, n, err)
 				}
 				if data, err := os.ReadFile(count); err == nil {
-					s.runs = strings.Count(string(data), "\n")
+					s.Runs = strings.Count(string(data), "\n")
 				}
 				if r > 0 {
 					if res[m.key] == nil {
@@ -290,7 +328,7 @@ func (b *bench) runOnce(argv []string) (sample, error) {
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	// wait4's usage covers the process and every descendant it waited for
 	// (helm's and chartify's injector runs included); maxrss is the largest.
-	return sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), rssKB: ru.Maxrss}, nil
+	return sample{Wall: wall, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), RSSKB: ru.Maxrss}, nil
 }
 
 type stat struct{ median, min, max float64 }
@@ -308,7 +346,7 @@ func stats(xs []float64) stat {
 func (res results) wall(key string, n int) stat {
 	var xs []float64
 	for _, s := range res[key][n] {
-		xs = append(xs, s.wall.Seconds())
+		xs = append(xs, s.Wall.Seconds())
 	}
 	return stats(xs)
 }
@@ -321,13 +359,20 @@ func (res results) of(key string, n int, f func(sample) float64) float64 {
 	return stats(xs).median
 }
 
-func (b *bench) report(res results) string {
+// header describes the run: date, machine, versions, command.
+func (b *bench) header() string {
 	var w strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&w, "Measured %s on %s/%s, %d CPUs (%s), %s; helm %s CLI, kube-apiserver from hack/versions.env; "+
 		"%d rounds per method and size after one warm-up round, methods in a different order every round.\n\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), host, helmVersion(b.helm), b.o.rounds)
-	fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d` (or `make bench`).\n\n", joinInts(b.o.sizes), b.o.rounds)
+	fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d` (or `make bench`); raw samples in `docs/performance.json`.\n\n", joinInts(b.o.sizes), b.o.rounds)
+	return w.String()
+}
+
+func (b *bench) report(head string, res results) string {
+	var w strings.Builder
+	w.WriteString(head)
 	ms := b.methods()
 	for _, n := range b.o.sizes {
 		fmt.Fprintf(&w, "### N = %d workloads (%d resources)\n\n", n, 2*n)
@@ -340,9 +385,9 @@ func (b *bench) report(res results) string {
 				base = "helm-upgrade"
 			}
 			fmt.Fprintf(&w, "| %s | %.3f s (%.3f-%.3f) | %.3f s | %.0f MB | %.0f | %.2fx |\n", m.label, st.median, st.min, st.max,
-				res.of(m.key, n, func(s sample) float64 { return s.cpu.Seconds() }),
-				res.of(m.key, n, func(s sample) float64 { return float64(s.rssKB) / 1024 }),
-				res.of(m.key, n, func(s sample) float64 { return float64(s.runs) }),
+				res.of(m.key, n, func(s sample) float64 { return s.CPU.Seconds() }),
+				res.of(m.key, n, func(s sample) float64 { return float64(s.RSSKB) / 1024 }),
+				res.of(m.key, n, func(s sample) float64 { return float64(s.Runs) }),
 				st.median/res.wall(base, n).median)
 		}
 		fmt.Fprintln(&w)
@@ -351,7 +396,7 @@ func (b *bench) report(res results) string {
 	top := b.o.sizes[len(b.o.sizes)-1]
 	ratio := func(a, c string) float64 { return res.wall(a, top).median / res.wall(c, top).median }
 	rss := func(a, c string) float64 {
-		f := func(s sample) float64 { return float64(s.rssKB) }
+		f := func(s sample) float64 { return float64(s.RSSKB) }
 		return res.of(a, top, f) / res.of(c, top, f)
 	}
 	fmt.Fprintf(&w, "### Targets at N = %d\n\n", top)
