@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -95,4 +96,39 @@ func strings0(raw []byte) []string {
 		out = append(out, string(f))
 	}
 	return out
+}
+
+// watchEnvtest makes etcd and kube-apiserver, which envtest starts without
+// a parent-death signal, end with this process even when it cannot run
+// Stop (a `go test` timeout panics and exits at once): a small watchdog
+// waits for this process to exit, then sends them SIGTERM. After a normal
+// Stop they are gone already; in case a pid was reused meanwhile, the
+// watchdog only signals a process whose command line still names envtest's
+// k8s_test_framework folders.
+func (e *Env) watchEnvtest() error {
+	u, err := url.Parse(e.Config.Host)
+	if err != nil {
+		return err
+	}
+	apiPid, _, err := findProcess(filepath.Join(e.ToolsBin, "kube-apiserver"), "--secure-port="+u.Port())
+	if err != nil {
+		return err
+	}
+	etcdURL := e.envtest.ControlPlane.Etcd.URL
+	etcdPid, _, err := findProcess(filepath.Join(e.ToolsBin, "etcd"), "--listen-client-urls="+etcdURL.String())
+	if err != nil {
+		return err
+	}
+	script := `while kill -0 "$0" 2>/dev/null; do sleep 1; done
+for p in "$@"; do
+  grep -q k8s_test_framework "/proc/$p/cmdline" 2>/dev/null && kill "$p"
+done`
+	cmd := exec.Command("sh", "-c", script, strconv.Itoa(os.Getpid()), strconv.Itoa(apiPid), strconv.Itoa(etcdPid))
+	// Its own process group, so a Ctrl-C to the tests does not end it first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("testenv: starting the watchdog: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
 }

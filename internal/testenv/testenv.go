@@ -194,6 +194,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := os.WriteFile(e.Kubeconfig, kubeconfig, 0o600); err != nil {
 		return nil, err
 	}
+	if err := e.watchEnvtest(); err != nil {
+		return nil, err
+	}
 
 	if opts.SimulatePods {
 		if err := e.startSimulation(ctx); err != nil {
