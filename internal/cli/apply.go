@@ -19,7 +19,11 @@ the release with it (helm upgrade --install).
 The release is an ordinary Helm release: helm list, status, get, history,
 rollback, test and uninstall work on it. Everything that can reject your
 input (rendering, injectors, their output) runs before anything is written
-to the cluster.`
+to the cluster.
+
+Ctrl-C or SIGTERM during the install leaves the new revision failed (with
+--atomic: rolled back, or uninstalled on a first install), never pending;
+the next apply continues from there. See docs/reliability.md.`
 
 // applyFlags are the flags of apply and upgrade.
 type applyFlags struct {
