@@ -305,15 +305,9 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.strategy == "" {
 		o.strategy = inject.ReconcileAlways
 	}
-	tc, known, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir, o.keepChart)
+	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir, o.keepChart)
 	if err != nil {
 		return nil, err
-	}
-	opts.SkipSchemaValidation = true
-	opts.Known = known
-	rendered, err := chartify.Render(tc, renderVals, opts)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
 	}
 	return &plan{current: current, last: last, chart: tc, rendered: rendered}, nil
 }
@@ -327,9 +321,9 @@ type Chooser func(renderedDigest string) inject.Choice
 // source chart, choose the built-in injectors' versions, run the injectors,
 // and return the temporary chart as loaded back from disk. The on-disk copy
 // lives in a private temporary folder that is removed before BuildChart
-// returns; keepDir, when set, receives a copy. known holds the injected
-// documents by content, for chartify.RenderOptions.Known.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir, keepDir string) (_ *chart.Chart, known map[string]manifest.Document, _ error) {
+// returns; keepDir, when set, receives a copy. It also returns the
+// temporary chart rendered with opts: exactly what the release will hold.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir, keepDir string) (*chart.Chart, *chartify.Rendered, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
@@ -395,11 +389,18 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	known = make(map[string]manifest.Document, len(docs))
+	// Rendering the temporary chart gives back the injected documents byte
+	// for byte; their parsed identities are reused.
+	opts.SkipSchemaValidation = true
+	opts.Known = make(map[string]manifest.Document, len(docs))
 	for _, d := range docs {
-		known[d.Content] = d
+		opts.Known[d.Content] = d
 	}
-	return loaded, known, nil
+	r, err := chartify.Render(loaded, vals, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
+	}
+	return loaded, r, nil
 }
 
 // MaxResourceBytes is the largest single resource helm-inject will hand to

@@ -40,17 +40,8 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 		Capabilities:         chartify.OfflineCapabilities(t.KubeVersion, t.APIVersions),
 		SkipSchemaValidation: t.SkipSchemaValidation,
 	}
-	tc, known, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, nil, t.InjectDir, t.KeepChart)
-	if err != nil {
-		return nil, err
-	}
-	opts.SkipSchemaValidation = true
-	opts.Known = known
-	r, err := chartify.Render(tc, vals, opts)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
-	}
-	return r, nil
+	_, r, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, nil, t.InjectDir, t.KeepChart)
+	return r, err
 }
 
 // PrintOptions select what WriteManifests prints, with `helm template`'s
