@@ -23,11 +23,7 @@ import (
 // again with the same arguments, certificates and port, and waits until it
 // serves requests. Tests use it to fail the API server during an apply.
 func (e *Env) StopAPIServer() (restart func(context.Context) error, err error) {
-	u, err := url.Parse(e.Config.Host)
-	if err != nil {
-		return nil, err
-	}
-	pid, argv, err := findProcess(filepath.Join(e.ToolsBin, "kube-apiserver"), "--secure-port="+u.Port())
+	u, pid, argv, err := e.apiServerProcess()
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +54,17 @@ func (e *Env) StopAPIServer() (restart func(context.Context) error, err error) {
 			return err == nil, nil
 		})
 	}, nil
+}
+
+// apiServerProcess finds the running kube-apiserver of this Env by its
+// port, and returns its URL, pid and argv.
+func (e *Env) apiServerProcess() (*url.URL, int, []string, error) {
+	u, err := url.Parse(e.Config.Host)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	pid, argv, err := findProcess(filepath.Join(e.ToolsBin, "kube-apiserver"), "--secure-port="+u.Port())
+	return u, pid, argv, err
 }
 
 // findProcess returns the pid and argv of the running process whose
@@ -106,11 +113,7 @@ func strings0(raw []byte) []string {
 // watchdog only signals a process whose command line still names envtest's
 // k8s_test_framework folders.
 func (e *Env) watchEnvtest() error {
-	u, err := url.Parse(e.Config.Host)
-	if err != nil {
-		return err
-	}
-	apiPid, _, err := findProcess(filepath.Join(e.ToolsBin, "kube-apiserver"), "--secure-port="+u.Port())
+	_, apiPid, _, err := e.apiServerProcess()
 	if err != nil {
 		return err
 	}
