@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -141,14 +142,18 @@ func (o RenderOptions) sortRendered(files map[string]string) ([]manifest.Documen
 // Helm knows; Helm skips the document otherwise.
 func knownHook(value string) bool {
 	for _, e := range strings.Split(value, ",") {
-		switch strings.ToLower(strings.TrimSpace(e)) {
-		case "pre-install", "post-install", "pre-delete", "post-delete", "pre-upgrade", "post-upgrade",
-			"pre-rollback", "post-rollback", "test", "test-success":
-		default:
+		e = strings.ToLower(strings.TrimSpace(e))
+		if !slices.Contains(hookEvents, release.HookEvent(e)) && e != "test-success" { // Helm 2's name for test
 			return false
 		}
 	}
 	return true
+}
+
+// hookEvents are the events of Helm's pkg/releaseutil hook table.
+var hookEvents = []release.HookEvent{
+	release.HookPreInstall, release.HookPostInstall, release.HookPreDelete, release.HookPostDelete,
+	release.HookPreUpgrade, release.HookPostUpgrade, release.HookPreRollback, release.HookPostRollback, release.HookTest,
 }
 
 // installOrder is the index of each kind in Helm's install order.

@@ -80,12 +80,8 @@ func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 	inst.SetRegistryClient(o.RegistryClient)
 	path, err := inst.ChartPathOptions.LocateChart(ref, settings)
 	if err != nil {
-		if looksLocal(ref) && po.RepoURL == "" {
+		if msg, ok := missingLocalChart(ref); ok && po.RepoURL == "" {
 			// Helm would say "repo X not found" for a mistyped path.
-			msg := "no such chart directory or archive"
-			if first, _, _ := strings.Cut(ref, "/"); !strings.HasPrefix(first, ".") && !strings.HasPrefix(first, "~") && first != "" && !strings.HasSuffix(ref, ".tgz") {
-				msg += fmt.Sprintf(" (and %q is not a repository added with helm repo add)", first)
-			}
 			return nil, "", fmt.Errorf("chart %s: %s", ref, msg)
 		}
 		return nil, "", fmt.Errorf("chart %s: %w", ref, err)
@@ -110,18 +106,20 @@ func loadChart(path string) (*chart.Chart, error) {
 	return ch, nil
 }
 
-// looksLocal reports whether ref is meant as a path: it starts with ".",
-// "/" or "~", ends in .tgz, or its first segment is an existing folder.
-func looksLocal(ref string) bool {
+// missingLocalChart explains a reference that could not be found when it
+// is meant as a path: it starts with ".", "/" or "~", ends in .tgz, or its
+// first segment is an existing folder (then it might also have been meant
+// as REPO/CHART, which the message says).
+func missingLocalChart(ref string) (string, bool) {
+	const msg = "no such chart directory or archive"
 	if strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "~") || strings.HasSuffix(ref, ".tgz") {
-		return true
+		return msg, true
 	}
 	first, _, ok := strings.Cut(ref, "/")
-	if !ok {
-		return false
+	if fi, err := os.Stat(first); !ok || err != nil || !fi.IsDir() {
+		return "", false
 	}
-	fi, err := os.Stat(first)
-	return err == nil && fi.IsDir()
+	return fmt.Sprintf("%s (and %q is not a repository added with helm repo add)", msg, first), true
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
