@@ -62,17 +62,28 @@ func ownControlPlane(t *testing.T) (*testenv.Env, command) {
 	return env, command{env: []string{"KUBECONFIG=" + env.Kubeconfig}}
 }
 
-func releaseStatus(t *testing.T, c command, name string) string {
+// releaseState returns a release's newest revision and its status, as
+// `helm status` shows them; 0 and "" when there is no release.
+func releaseState(t *testing.T, c command, name string) (int, string) {
 	t.Helper()
 	r := c.run(t, helmBin(t), "status", name, "-o", "json")
 	if r.code != 0 {
-		return ""
+		return 0, ""
 	}
-	var s struct{ Info struct{ Status string } }
+	var s struct {
+		Version int
+		Info    struct{ Status string }
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	return s.Info.Status
+	return s.Version, s.Info.Status
+}
+
+func releaseStatus(t *testing.T, c command, name string) string {
+	t.Helper()
+	_, status := releaseState(t, c, name)
+	return status
 }
 
 // TestAPIServerStopsDuringApply: the API server goes away while an apply

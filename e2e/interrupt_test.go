@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -38,15 +37,9 @@ func TestInterruptDuringInjection(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
 			// Wait until the injector is running (it writes its count file).
-			err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, err := os.Stat(started)
-				return err == nil, nil
-			})
-			if err != nil {
-				_ = cmd.Process.Kill()
-				t.Fatal("the injector never started")
-			}
+			waitForFile(t, started)
 			// While it runs, its input is private: a 0700 folder, 0600 files.
 			checkPrivate(t, tmp)
 			// The injector's own command line, as helm-inject built it.
@@ -55,8 +48,7 @@ func TestInterruptDuringInjection(t *testing.T) {
 				t.Fatalf("no running injector matches %q", running)
 			}
 			_ = cmd.Process.Signal(sig)
-			err = cmd.Wait()
-			if err == nil {
+			if err := cmd.Wait(); err == nil {
 				t.Fatalf("helm-inject exited 0 after %s", sig)
 			}
 			if !strings.Contains(stderr.String(), `release "halted": injector "sidecar-injector f=FILE,fail=hang,count-file=`) ||
@@ -214,19 +206,10 @@ spec:
 	apply := func(extra ...string) []string {
 		return append([]string{"apply", "stuck", chart, "-n", ns, "--injector", "sidecar-injector f=FILE"}, extra...)
 	}
+	// "REVISION STATUS" of the newest revision.
 	status := func() string {
-		var s struct {
-			Version int
-			Info    struct{ Status string }
-		}
-		r := helm(t, "status", "stuck", "-n", ns, "-o", "json")
-		if r.code != 0 {
-			return ""
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("%d %s", s.Version, s.Info.Status)
+		v, s := releaseState(t, command{env: []string{"HELM_NAMESPACE=" + ns}}, "stuck")
+		return fmt.Sprintf("%d %s", v, s)
 	}
 	interrupt := func(sig syscall.Signal, pending, flag, want string) {
 		t.Helper()
