@@ -10,7 +10,6 @@ package manifest
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -58,19 +57,52 @@ func (d Document) IsTestHook() bool {
 	return false
 }
 
-// sep is Helm's document separator (pkg/releaseutil).
-var sep = regexp.MustCompile("(?:^|\\s*\n)---\\s*")
-
 // Split cuts a multi-document YAML stream into trimmed, non-empty documents,
-// in order, exactly as Helm does.
+// in order, exactly as Helm does: Helm splits at the regular expression
+// `(?:^|\s*\n)---\s*` (pkg/releaseutil). This is that expression's
+// leftmost-first matching written out by hand, because the regular
+// expression's backtracking was a third of the cost of reading a render.
+// FuzzSplit holds it to Helm's own function.
 func Split(stream string) []string {
+	s := strings.TrimSpace(stream)
 	var docs []string
-	for _, d := range sep.Split(strings.TrimSpace(stream), -1) {
+	add := func(d string) {
 		if d = strings.TrimSpace(d); d != "" {
 			docs = append(docs, d)
 		}
 	}
+	start := 0 // where the current document begins
+	from := 0  // where the search for the next separator begins
+	if strings.HasPrefix(s, "---") {
+		start = skipSpace(s, 3)
+		from = start
+	}
+	for {
+		i := strings.Index(s[from:], "\n---")
+		if i < 0 {
+			break
+		}
+		nl := from + i
+		add(s[start:nl])
+		start = skipSpace(s, nl+4)
+		from = start
+	}
+	add(s[start:])
 	return docs
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// white space as the regular expression \s means it ([\t\n\f\r ]).
+func skipSpace(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case '\t', '\n', '\f', '\r', ' ':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 // Join writes documents back into one stream, each preceded by "---".
