@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/helm-inject/helm-inject/internal/parallel"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -218,20 +219,26 @@ func (t *TemplateInjector) Inject(_ context.Context, manifests []byte, env Env) 
 // InjectDocuments implements DocumentInjector, the Pipeline's fast path
 // for built-in injectors: only documents of a kind that has a pod template
 // (and that the definition selects) are parsed, and the output needs no
-// identity check, because only pod templates are changed.
+// identity check, because only pod templates are changed. Documents are
+// independent, so they are injected on every CPU.
 func (t *TemplateInjector) InjectDocuments(_ context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
 	out := slices.Clone(docs)
-	for i, d := range docs {
+	err := parallel.For(len(docs), func(i int) error {
+		d := docs[i]
 		if !podTemplateKinds[d.ID.Kind] || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
-			continue
+			return nil
 		}
 		content, changed, err := t.injectOne(d.Content, env)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if changed {
 			out[i].Content = content
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
