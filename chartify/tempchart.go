@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -110,10 +111,36 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 		return nil, err
 	}
 	tc.Files = append(tc.Files, crds...)
+	// In the order Helm's loader reads them back from disk, so the chart
+	// in memory installs its CRDs in the order the written one does.
+	byName := func(a, b *chart.File) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(tc.Templates, byName)
+	slices.SortFunc(tc.Files, byName)
 	if err := tc.Validate(); err != nil {
 		return nil, fmt.Errorf("temporary chart for %s: %w", src.Name(), err)
 	}
 	return tc, nil
+}
+
+// RenderTempChart returns what Helm's render of tc gives back, without
+// rendering it: tc is BuildTempChart(r, docs, ...), whose templates hold
+// docs escaped, one file per source template, so its render is docs
+// unescaped, renamed to the flat chart's files, and put in Helm's order
+// again. TestRenderTempChartMatchesHelm holds it to a real render; it is
+// what lets `template` print what apply installs without rendering twice.
+func RenderTempChart(tc *chart.Chart, r *Rendered, docs []manifest.Document) (*Rendered, error) {
+	out := make([]manifest.Document, len(docs))
+	for i, d := range docs {
+		name, err := flatten(r.Chart.Name(), d.Source, "templates")
+		if err != nil {
+			return nil, err
+		}
+		d.Source = tc.Name() + "/" + name
+		out[i] = d
+	}
+	// A file of the temporary chart holds its documents in docs' order.
+	slices.SortStableFunc(out, func(a, b manifest.Document) int { return strings.Compare(a.Source, b.Source) })
+	return &Rendered{Chart: tc, Documents: installOrdered(out), Notes: r.Notes}, nil
 }
 
 // flatten maps a rendered file of chart or one of its subcharts to a file of

@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
+	"github.com/helm-inject/helm-inject/internal/benchchart"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -252,5 +254,99 @@ func TestDefaultKubeVersionFollowsGoMod(t *testing.T) {
 	minor := strings.TrimSuffix(strings.TrimPrefix(defaultKubeVersion, "v1."), ".0")
 	if !strings.Contains(string(gomod), "k8s.io/client-go v0."+minor+".") {
 		t.Errorf("defaultKubeVersion %s does not match the k8s.io/client-go version in go.mod", defaultKubeVersion)
+	}
+}
+
+// TestRenderTempChartMatchesHelm: RenderTempChart, which `template` and
+// apply use instead of rendering the temporary chart, gives the documents,
+// sources, order and notes that Helm's engine and our sort give when the
+// chart is written, loaded and rendered for real.
+func TestRenderTempChartMatchesHelm(t *testing.T) {
+	bench := filepath.Join(t.TempDir(), "bench")
+	if err := benchchart.Write(bench, 30); err != nil {
+		t.Fatal(err)
+	}
+	crafted := filepath.Join(t.TempDir(), "c")
+	writeFiles(t, crafted, map[string]string{
+		"Chart.yaml":                        "apiVersion: v2\nname: c\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n",
+		"templates/NOTES.txt":               "notes for {{ .Release.Name }}",
+		"templates/b.yaml":                  "apiVersion: v1\nkind: Service\nmetadata:\n  name: s1\n---\napiVersion: x/v1\nkind: Zeta\nmetadata:\n  name: z\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n",
+		"templates/a.yaml":                  "apiVersion: x/v1\nkind: Alpha\nmetadata:\n  name: a\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: pre-install,post-upgrade\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm1\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n",
+		"templates/_helpers.tpl":            "{{ define \"c.name\" }}c{{ end }}",
+		"templates/config.txt":              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"c.name\" . }}-txt\n",
+		"templates/config.txt-more.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n",
+		"templates/hooks.yaml":              "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: Test-Success\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: unknown-hook\n  annotations:\n    helm.sh/hook: at-lunch\n",
+		"charts/sub/Chart.yaml":             "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"charts/sub/templates/deploy.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sub\n",
+		"charts/sub/templates/_partial.tpl": "{{ define \"sub.x\" }}x{{ end }}",
+		"charts/sub/templates/zz.yaml":      "apiVersion: v1\nkind: Service\nmetadata:\n  name: sub\n",
+	})
+	for _, dir := range []string{webapp, "../fixtures/charts/api", bench, crafted} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ch, err := loader.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := RenderOptions{ReleaseName: "r", Namespace: "ns", Revision: 2, IsUpgrade: true}
+			r, err := Render(ch, nil, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			injected := make([]manifest.Document, len(r.Documents))
+			for i, d := range r.Documents {
+				d.Content += "\n# injected {{ .Values }} }}{{"
+				injected[i] = d
+			}
+			tc, err := BuildTempChart(r, injected, TempChartOptions{Source: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			written := t.TempDir()
+			if err := WriteChart(tc, written); err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := LoadWritten(written)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Render(loaded, nil, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := RenderTempChart(tc, r, injected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.Documents, got.Documents); diff != "" {
+				t.Errorf("documents differ from a render of the temporary chart (-rendered +computed):\n%s", diff)
+			}
+			if want.Notes != got.Notes {
+				t.Errorf("notes = %q, a render gives %q", got.Notes, want.Notes)
+			}
+			// `template --include-crds` prints the chart in memory's CRDs;
+			// apply installs the loaded chart's, in its order.
+			crdNames := func(ch *chart.Chart) (names []string) {
+				for _, c := range ch.CRDObjects() {
+					names = append(names, c.Filename)
+				}
+				return names
+			}
+			if diff := cmp.Diff(crdNames(loaded), crdNames(got.Chart)); diff != "" {
+				t.Errorf("CRDs differ from the loaded chart's (-loaded +in memory):\n%s", diff)
+			}
+		})
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

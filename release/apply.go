@@ -272,7 +272,11 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	if o.kubeVersion != "" {
+	if o.kubeVersion == "" {
+		// The SDK's install and upgrade ask the API server the same
+		// questions again unless told the answers.
+		cfg.Capabilities = caps
+	} else {
 		kv, err := chartutil.ParseKubeVersion(o.kubeVersion)
 		if err != nil {
 			return nil, fmt.Errorf("--kube-version %q: %w", o.kubeVersion, err)
@@ -305,11 +309,16 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.strategy == "" {
 		o.strategy = inject.ReconcileAlways
 	}
-	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir, o.keepChart)
+	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir)
 	if err != nil {
 		return nil, err
 	}
-	return &plan{current: current, last: last, chart: tc, rendered: rendered}, nil
+	loaded, err := loadTempChart(name, tc, o.keepChart)
+	if err != nil {
+		return nil, err
+	}
+	rendered.Chart = loaded
+	return &plan{current: current, last: last, chart: loaded, rendered: rendered}, nil
 }
 
 // Chooser decides, once the chart is rendered, which version of each
@@ -319,11 +328,10 @@ type Chooser func(renderedDigest string) inject.Choice
 
 // BuildChart is the pipeline shared by apply, template and diff: render the
 // source chart, choose the built-in injectors' versions, run the injectors,
-// and return the temporary chart as loaded back from disk. The on-disk copy
-// lives in a private temporary folder that is removed before BuildChart
-// returns; keepDir, when set, receives a copy. It also returns the
-// temporary chart rendered with opts: exactly what the release will hold.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir, keepDir string) (*chart.Chart, *chartify.Rendered, error) {
+// and build the temporary chart in memory. It also returns what Helm's
+// render of the temporary chart gives: exactly what the release will hold.
+// Nothing is written; loadTempChart puts the chart on disk.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
@@ -372,35 +380,36 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	dir, err := os.MkdirTemp("", "helm-inject-chart-")
+	r, err := chartify.RenderTempChart(tc, rendered, docs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
+	return tc, r, nil
+}
+
+// loadTempChart writes the temporary chart into a private temporary folder
+// (removed before it returns), and into keepDir when set, and loads it back:
+// what is installed is what is on disk, and loading it again drops what
+// rendering did to the source chart's values in memory.
+func loadTempChart(name string, tc *chart.Chart, keepDir string) (*chart.Chart, error) {
+	dir, err := os.MkdirTemp("", "helm-inject-chart-")
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
 	defer os.RemoveAll(dir)
 	if err := chartify.WriteChart(tc, dir); err != nil {
-		return nil, nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
+		return nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
 	}
 	if keepDir != "" {
 		if err := chartify.WriteChart(tc, keepDir); err != nil {
-			return nil, nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, keepDir, err)
+			return nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, keepDir, err)
 		}
 	}
 	loaded, err := chartify.LoadWritten(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	// Rendering the temporary chart gives back the injected documents byte
-	// for byte; their parsed identities are reused.
-	opts.SkipSchemaValidation = true
-	opts.Known = make(map[string]manifest.Document, len(docs))
-	for _, d := range docs {
-		opts.Known[d.Content] = d
-	}
-	r, err := chartify.Render(loaded, vals, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("release %q: rendering the temporary chart: %w", name, err)
-	}
-	return loaded, r, nil
+	return loaded, nil
 }
 
 // MaxResourceBytes is the largest single resource helm-inject will hand to

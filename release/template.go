@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -15,8 +16,8 @@ import (
 )
 
 // Template renders and injects a chart without a cluster, like `helm
-// template`, and returns what Apply would install: the temporary chart
-// rendered again, so template output and `helm get manifest` agree.
+// template`, and returns what Apply would install: what the temporary
+// chart renders to, so template output and `helm get manifest` agree.
 type Template struct {
 	Namespace   string
 	KubeVersion string
@@ -40,8 +41,16 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 		Capabilities:         chartify.OfflineCapabilities(t.KubeVersion, t.APIVersions),
 		SkipSchemaValidation: t.SkipSchemaValidation,
 	}
-	_, r, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, nil, t.InjectDir, t.KeepChart)
-	return r, err
+	tc, r, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, nil, t.InjectDir)
+	if err != nil {
+		return nil, err
+	}
+	if t.KeepChart != "" {
+		if err := chartify.WriteChart(tc, t.KeepChart); err != nil {
+			return nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, t.KeepChart, err)
+		}
+	}
+	return r, nil
 }
 
 // PrintOptions select what WriteManifests prints, with `helm template`'s
@@ -64,12 +73,14 @@ func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
 	if err != nil {
 		return err
 	}
+	// One write per document would be a system call each on a pipe.
+	bw := bufio.NewWriterSize(w, 64<<10)
 	for _, d := range docs {
-		if _, err := fmt.Fprintf(w, "---\n# Source: %s\n%s\n", d.Source, d.Content); err != nil {
+		if _, err := fmt.Fprintf(bw, "---\n# Source: %s\n%s\n", d.Source, d.Content); err != nil {
 			return err
 		}
 	}
-	return nil
+	return bw.Flush()
 }
 
 // WriteManifestsToDir writes each document into dir/<source path>, as
