@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkTemplate: what `helm-inject template` does with a built-in
-// injector, in-process: load, render, inject, build, write and load the
-// temporary chart, render it.
+// injector, in-process: load, render, inject, build the temporary chart and
+// compute what it renders to.
 func BenchmarkTemplate(b *testing.B) {
 	lib, err := inject.LoadLibrary("../examples/injectors")
 	if err != nil {

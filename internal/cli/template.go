@@ -14,8 +14,9 @@ helm template. No cluster is contacted: lookup returns nothing and the
 capabilities are Helm's defaults (override with --kube-version and
 --api-versions).
 
-What is printed is exactly what apply would install: the rendered
-temporary chart.`
+What is printed is exactly what apply would install: the documents of the
+temporary chart, in the order and with the "# Source:" paths Helm gives
+them when it renders that chart.`
 
 func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	var (
