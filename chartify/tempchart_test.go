@@ -61,28 +61,9 @@ func TestRenderUsesReleaseFacts(t *testing.T) {
 // the same sources, the same notes and every CRD once.
 func TestTempChartReproducesDocuments(t *testing.T) {
 	r := renderWebapp(t, nil)
-	// Pretend an injector rewrote every document, with template delimiters.
-	injected := make([]manifest.Document, len(r.Documents))
-	for i, d := range r.Documents {
-		d.Content += "\n# injected {{ not a template }} }}{{"
-		injected[i] = d
-	}
-	tc, err := BuildTempChart(r, injected, TempChartOptions{Source: webapp, Injectors: []InjectorRecord{{Name: "x f=FILE"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := WriteChart(tc, dir); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadWritten(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := Render(loaded, nil, RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	injected := pretendInjected(r, "\n# injected {{ not a template }} }}{{")
+	_, loaded, again := buildWriteLoadRender(t, r, injected, TempChartOptions{Source: webapp, Injectors: []InjectorRecord{{Name: "x f=FILE"}}},
+		RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
 	// Subchart templates move into the flat chart's templates/charts/.
 	want := make([]manifest.Document, len(injected))
 	for i, d := range injected {
@@ -292,27 +273,8 @@ func TestRenderTempChartMatchesHelm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			injected := make([]manifest.Document, len(r.Documents))
-			for i, d := range r.Documents {
-				d.Content += "\n# injected {{ .Values }} }}{{"
-				injected[i] = d
-			}
-			tc, err := BuildTempChart(r, injected, TempChartOptions{Source: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			written := t.TempDir()
-			if err := WriteChart(tc, written); err != nil {
-				t.Fatal(err)
-			}
-			loaded, err := LoadWritten(written)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := Render(loaded, nil, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			injected := pretendInjected(r, "\n# injected {{ .Values }} }}{{")
+			tc, loaded, want := buildWriteLoadRender(t, r, injected, TempChartOptions{Source: dir}, opts)
 			got, err := RenderTempChart(tc, r, injected)
 			if err != nil {
 				t.Fatal(err)
@@ -336,6 +298,41 @@ func TestRenderTempChartMatchesHelm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pretendInjected is r's documents as if an injector had appended tail to
+// each (with template delimiters, which the temporary chart must escape).
+func pretendInjected(r *Rendered, tail string) []manifest.Document {
+	injected := make([]manifest.Document, len(r.Documents))
+	for i, d := range r.Documents {
+		d.Content += tail
+		injected[i] = d
+	}
+	return injected
+}
+
+// buildWriteLoadRender does what apply does with injected documents: build
+// the temporary chart, write it, load it back; and renders the loaded chart
+// for real.
+func buildWriteLoadRender(t *testing.T, r *Rendered, injected []manifest.Document, to TempChartOptions, ro RenderOptions) (*chart.Chart, *chart.Chart, *Rendered) {
+	t.Helper()
+	tc, err := BuildTempChart(r, injected, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteChart(tc, dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadWritten(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := Render(loaded, nil, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc, loaded, rendered
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
