@@ -286,3 +286,49 @@ releases:
 		t.Errorf("two: containers %v, want only its own injector's", w.containers)
 	}
 }
+
+// TestHelmfileStateFolder: injector fields in a helmfile.d folder, read by
+// default and with --file; values files beside the state files resolve as
+// they do without helm-inject, and the original folder is left as it was.
+func TestHelmfileStateFolder(t *testing.T) {
+	ns := namespace(t)
+	api := filepath.Join(repoRoot(t), apiChart)
+	root := t.TempDir()
+	files := map[string]string{
+		"helmfile.d/10-front.yaml":       fmt.Sprintf("releases:\n- name: front\n  namespace: %s\n  chart: %s\n  values:\n  - values/front.yaml\n  injector: sidecar-injector f=FILE\n", ns, api),
+		"helmfile.d/20-back.yaml.gotmpl": fmt.Sprintf("releases:\n- name: back\n  namespace: %s\n  chart: %s\n", ns, api),
+		"helmfile.d/values/front.yaml":   "logLevel: debug-from-values-file\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if r := helmfileRun(t, root, "sync"); r.code != 0 {
+		t.Fatalf("helmfile sync in a folder with helmfile.d:\n%s", r)
+	}
+	front := mustHelm(t, "get", "manifest", "front", "-n", ns).stdout
+	if !contains(workloads(t, front)["Deployment/front"].containers, "sidecar") || !strings.Contains(front, "debug-from-values-file") {
+		t.Errorf("front: want the sidecar and the value from helmfile.d/values/front.yaml:\n%s", front)
+	}
+	back := mustHelm(t, "get", "manifest", "back", "-n", ns).stdout
+	if contains(workloads(t, back)["Deployment/back"].containers, "sidecar") {
+		t.Errorf("back has no injector but got the sidecar")
+	}
+	if r := helmfileRun(t, root, "--file", "helmfile.d", "template", "--skip-tests"); r.code != 0 || strings.Count(r.stdout, "name: sidecar") != 1 {
+		t.Errorf("helmfile --file helmfile.d template: want one injected workload:\n%s", r)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, ".helm-inject-*")); len(left) != 0 {
+		t.Errorf("translated state folders left behind: %v", left)
+	}
+	for name, body := range files {
+		if data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name))); err != nil || string(data) != body {
+			t.Errorf("%s changed: %q, %v", name, data, err)
+		}
+	}
+}

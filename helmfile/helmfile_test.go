@@ -1,6 +1,8 @@
 package helmfile
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -162,5 +164,73 @@ func TestTranslateHelmDefaults(t *testing.T) {
 	}
 	if !st.HelmDefaults.Wait || st.HelmDefaults.PostRenderer != Marker || len(st.HelmDefaults.PostRendererArgs) != 4 || st.HelmDefaults.PostRendererArgs[3] != "tagger FILE" {
 		t.Errorf("helmDefaults = %+v\n%s", st.HelmDefaults, out)
+	}
+}
+
+// TestTranslateDir: a helmfile.d folder with injector fields becomes a
+// hidden sibling folder with the translated state files and links to the
+// rest; a folder without them is used as it is.
+func TestTranslateDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "helmfile.d")
+	files := map[string]string{
+		"10-apps.yaml":         "releases:\n- name: a\n  chart: ../charts/a\n  injector: my-injector FILE\n",
+		"20-plain.yaml.gotmpl": "releases:\n- name: b\n  chart: ../charts/b\n  values:\n  - values/b.yaml\n",
+		"values/b.yaml":        "x: 1\n",
+		"README.md":            "not a state file\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, cleanup, err := translateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(got) != root || !strings.HasPrefix(filepath.Base(got), ".helm-inject-") {
+		t.Fatalf("translated folder %s is not a hidden sibling of %s", got, dir)
+	}
+	apps, err := os.ReadFile(filepath.Join(got, "10-apps.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(apps), "postRenderer: "+Marker) || strings.Contains(string(apps), "injector:") {
+		t.Errorf("10-apps.yaml was not translated:\n%s", apps)
+	}
+	for name, body := range files {
+		if name == "10-apps.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(got, filepath.FromSlash(name)))
+		if err != nil || string(data) != body {
+			t.Errorf("%s in the translated folder: %q, %v; want the original", name, data, err)
+		}
+	}
+	cleanup()
+	if _, err := os.Stat(got); !os.IsNotExist(err) {
+		t.Errorf("cleanup left %s: %v", got, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "10-apps.yaml")); string(data) != files["10-apps.yaml"] {
+		t.Errorf("the original state file changed")
+	}
+
+	// Nothing to translate: helmfile reads the folder itself.
+	if err := os.WriteFile(filepath.Join(dir, "10-apps.yaml"), []byte("releases: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := translateDir(dir); err != nil || got != dir {
+		t.Errorf("translateDir of a folder without injectors = %s, %v; want %s", got, err, dir)
+	}
+	// A bad injectors: block names the file.
+	if err := os.WriteFile(filepath.Join(dir, "30-bad.yaml"), []byte("releases:\n- name: c\n  injector:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := translateDir(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "30-bad.yaml")+":3") {
+		t.Errorf("error = %v, want one naming 30-bad.yaml:3", err)
 	}
 }

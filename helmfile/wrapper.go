@@ -64,7 +64,11 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		return 0, err
 	}
 	if state != "" {
-		translated, cleanup, err := translateFile(state)
+		translate := translateFile
+		if fi, err := os.Stat(state); err == nil && fi.IsDir() {
+			translate = translateDir
+		}
+		translated, cleanup, err := translate(state)
 		if err != nil {
 			return 0, err
 		}
@@ -154,10 +158,11 @@ func takeHelmBinary(args []string) ([]string, string) {
 	return out, helm
 }
 
-// stateFileArg removes --file/-f from args and returns the state file to
-// translate: the one given, or helmfile's default in the current folder.
-// It returns "" when helmfile would read a folder (helmfile.d), which is
-// passed through untranslated.
+// stateFileArg removes --file/-f from args and returns the state to
+// translate, a file or a folder of state files: the one given, or
+// helmfile's default in the current folder (helmfile.yaml[.gotmpl], else
+// the helmfile.d folder). It returns "" when there is none, and helmfile
+// says what it misses.
 func stateFileArg(args []string) ([]string, string, error) {
 	var out []string
 	file := ""
@@ -174,8 +179,8 @@ func stateFileArg(args []string) ([]string, string, error) {
 		}
 	}
 	if file == "" {
-		// The files helmfile reads when -f is not given.
-		for _, f := range []string{"helmfile.yaml", "helmfile.yaml.gotmpl", "helmfile.yml", "helmfile.yml.gotmpl"} {
+		// What helmfile reads when -f is not given.
+		for _, f := range []string{"helmfile.yaml", "helmfile.yaml.gotmpl", "helmfile.yml", "helmfile.yml.gotmpl", "helmfile.d"} {
 			if _, err := os.Stat(f); err == nil {
 				file = f
 				break
@@ -185,14 +190,75 @@ func stateFileArg(args []string) ([]string, string, error) {
 	if file == "" {
 		return args, "", nil
 	}
-	fi, err := os.Stat(file)
-	if err != nil {
+	if _, err := os.Stat(file); err != nil {
 		return nil, "", fmt.Errorf("state file: %w", err)
 	}
-	if fi.IsDir() {
-		return args, "", nil
-	}
 	return out, file, nil
+}
+
+// isStateFile reports whether helmfile reads name as a state file of a
+// folder (helmfile's own patterns: *.y*ml and *.y*ml.gotmpl).
+func isStateFile(name string) bool {
+	for _, pattern := range []string{"*.y*ml", "*.y*ml.gotmpl"} {
+		if ok, _ := filepath.Match(pattern, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// translateDir translates a folder of state files (helmfile.d). When any of
+// them has injector fields it builds a sibling folder under a hidden name,
+// holding the translated state files and links to everything else in the
+// folder, so relative paths resolve as they do from the original; it
+// returns that folder and a function that removes it.
+func translateDir(dir string) (string, func(), error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return "", nil, fmt.Errorf("state folder: %w", err)
+	}
+	translated := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() || !isStateFile(e.Name()) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(abs, e.Name()))
+		if err != nil {
+			return "", nil, err
+		}
+		text, changed, err := Translate(filepath.Join(dir, e.Name()), string(data), abs)
+		if err != nil {
+			return "", nil, err
+		}
+		if changed {
+			translated[e.Name()] = text
+		}
+	}
+	if len(translated) == 0 {
+		return dir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(abs), ".helm-inject-*-"+filepath.Base(abs))
+	if err != nil {
+		return "", nil, fmt.Errorf("writing the translated state folder: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	for _, e := range entries {
+		dst := filepath.Join(tmp, e.Name())
+		if text, ok := translated[e.Name()]; ok {
+			err = os.WriteFile(dst, []byte(text), 0o600)
+		} else {
+			err = os.Symlink(filepath.Join(abs, e.Name()), dst)
+		}
+		if err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("writing the translated state folder: %w", err)
+		}
+	}
+	return tmp, cleanup, nil
 }
 
 // translateFile writes the translated state file next to the original (so

@@ -21,8 +21,9 @@ file may carry
       reconcile: never
 
 helm-inject translates them into postRenderer/postRendererArgs (fields
-helmfile knows), writes the translated state file beside the original under
-a hidden name, runs helmfile, and removes it. helmfile then calls
+helmfile knows), writes the translated state file (or, for a helmfile.d
+folder, a folder of translated state files) beside the original under a
+hidden name, runs helmfile, and removes it. helmfile then calls
 helm-inject as helm: injected releases go through the inject pipeline
 (upgrade, template, diff), every other call goes to the real helm as it is
 (--helm-binary, $HELMFILE_HELM_BINARY, or helm on PATH).
