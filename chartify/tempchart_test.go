@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/helm-inject/helm-inject/internal/benchchart"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -248,7 +249,7 @@ func TestRenderTempChartMatchesHelm(t *testing.T) {
 		t.Fatal(err)
 	}
 	crafted := filepath.Join(t.TempDir(), "c")
-	writeFiles(t, crafted, map[string]string{
+	testfs.Write(t, crafted, map[string]string{
 		"Chart.yaml":                        "apiVersion: v2\nname: c\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n",
 		"templates/NOTES.txt":               "notes for {{ .Release.Name }}",
 		"templates/b.yaml":                  "apiVersion: v1\nkind: Service\nmetadata:\n  name: s1\n---\napiVersion: x/v1\nkind: Zeta\nmetadata:\n  name: z\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n",
@@ -333,17 +334,4 @@ func buildWriteLoadRender(t *testing.T, r *Rendered, injected []manifest.Documen
 		t.Fatal(err)
 	}
 	return tc, loaded, rendered
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // helmfileEnv is what helmfile needs to find helm-inject, the real helm and
@@ -299,15 +300,7 @@ func TestHelmfileStateFolder(t *testing.T) {
 		"helmfile.d/20-back.yaml.gotmpl": fmt.Sprintf("releases:\n- name: back\n  namespace: %s\n  chart: %s\n", ns, api),
 		"helmfile.d/values/front.yaml":   "logLevel: debug-from-values-file\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfs.Write(t, root, files)
 
 	if r := helmfileRun(t, root, "sync"); r.code != 0 {
 		t.Fatalf("helmfile sync in a folder with helmfile.d:\n%s", r)
@@ -329,6 +322,34 @@ func TestHelmfileStateFolder(t *testing.T) {
 	for name, body := range files {
 		if data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name))); err != nil || string(data) != body {
 			t.Errorf("%s changed: %q, %v", name, data, err)
+		}
+	}
+}
+
+// TestHelmfileBasesAndNested: injector fields in a file pulled in with
+// bases: and in a nested helmfile (helmfiles:) are translated too.
+func TestHelmfileBasesAndNested(t *testing.T) {
+	ns := namespace(t)
+	api := filepath.Join(repoRoot(t), apiChart)
+	root := t.TempDir()
+	files := map[string]string{
+		"helmfile.yaml":      "bases:\n- releases.yaml\nhelmfiles:\n- apps/helmfile.yaml\n",
+		"releases.yaml":      fmt.Sprintf("releases:\n- name: based\n  namespace: %s\n  chart: %s\n  injector: sidecar-injector f=FILE\n", ns, api),
+		"apps/helmfile.yaml": fmt.Sprintf("releases:\n- name: nested\n  namespace: %s\n  chart: %s\n  injectors:\n  - inject: sidecar-injector --name audit FILE\n", ns, api),
+	}
+	testfs.Write(t, root, files)
+	if r := helmfileRun(t, root, "sync"); r.code != 0 {
+		t.Fatalf("helmfile sync:\n%s", r)
+	}
+	if got := workloads(t, mustHelm(t, "get", "manifest", "based", "-n", ns).stdout)["Deployment/based"]; !contains(got.containers, "sidecar") {
+		t.Errorf("based (from bases:): containers %v, want the sidecar", got.containers)
+	}
+	if got := workloads(t, mustHelm(t, "get", "manifest", "nested", "-n", ns).stdout)["Deployment/nested"]; !contains(got.containers, "audit") {
+		t.Errorf("nested (from helmfiles:): containers %v, want audit", got.containers)
+	}
+	for _, d := range []string{root, filepath.Join(root, "apps")} {
+		if left, _ := filepath.Glob(filepath.Join(d, ".helm-inject-*")); len(left) != 0 {
+			t.Errorf("translated state files left behind: %v", left)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
 	"gopkg.in/yaml.v3"
 )
 
@@ -179,16 +181,9 @@ func TestTranslateDir(t *testing.T) {
 		"values/b.yaml":        "x: 1\n",
 		"README.md":            "not a state file\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, cleanup, err := translateDir(dir)
+	testfs.Write(t, dir, files)
+	tr := &translation{}
+	got, err := tr.dir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +206,7 @@ func TestTranslateDir(t *testing.T) {
 			t.Errorf("%s in the translated folder: %q, %v; want the original", name, data, err)
 		}
 	}
-	cleanup()
+	tr.cleanup()
 	if _, err := os.Stat(got); !os.IsNotExist(err) {
 		t.Errorf("cleanup left %s: %v", got, err)
 	}
@@ -223,14 +218,85 @@ func TestTranslateDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "10-apps.yaml"), []byte("releases: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := translateDir(dir); err != nil || got != dir {
+	if got, err := (&translation{}).dir(dir); err != nil || got != dir {
 		t.Errorf("translateDir of a folder without injectors = %s, %v; want %s", got, err, dir)
 	}
 	// A bad injectors: block names the file.
 	if err := os.WriteFile(filepath.Join(dir, "30-bad.yaml"), []byte("releases:\n- name: c\n  injector:\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := translateDir(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "30-bad.yaml")+":3") {
+	if _, err := (&translation{}).dir(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "30-bad.yaml")+":3") {
 		t.Errorf("error = %v, want one naming 30-bad.yaml:3", err)
+	}
+}
+
+// TestTranslateReferences: local state files pulled in with bases: and
+// helmfiles: are translated too, and the references point at the copies;
+// globs, remote URLs, values files and files without injectors are left.
+func TestTranslateReferences(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"helmfile.yaml": `bases:
+- common.yaml
+- "env/*.yaml"
+- git::https://example.com/org/repo.git@base.yaml?ref=v1
+helmfiles:
+- apps/helmfile.yaml   # the apps
+- path: 'more/helmfile.yaml'
+  values:
+  - common.yaml
+releases:
+- name: top
+  chart: ./charts/top
+`,
+		"common.yaml":        "releases:\n- name: c\n  chart: ./charts/c\n  injector: my-injector FILE\n",
+		"apps/helmfile.yaml": "bases:\n- ../common.yaml\n- helmfile.yaml\nreleases:\n- name: a\n  chart: ../charts/a\n  injectors:\n  - inject: my-injector FILE\n",
+		"more/helmfile.yaml": "releases:\n- name: m\n  chart: ../charts/m\n",
+	}
+	testfs.Write(t, dir, files)
+	tr := &translation{}
+	top, err := tr.file(filepath.Join(dir, "helmfile.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(p string) string {
+		t.Helper()
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	text := read(top)
+	common, _ := filepath.Glob(filepath.Join(dir, ".helm-inject-*-common.yaml"))
+	apps, _ := filepath.Glob(filepath.Join(dir, "apps", ".helm-inject-*-helmfile.yaml"))
+	if len(common) != 1 || len(apps) != 1 {
+		t.Fatalf("translated copies: common %v, apps %v; want one each", common, apps)
+	}
+	for _, want := range []string{
+		"- " + filepath.Base(common[0]) + "\n",
+		"- \"env/*.yaml\"\n",
+		"- git::https://example.com/org/repo.git@base.yaml?ref=v1\n",
+		"- apps/" + filepath.Base(apps[0]) + "   # the apps\n",
+		"- path: 'more/helmfile.yaml'\n  values:\n  - common.yaml\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("translated helmfile.yaml lacks %q:\n%s", want, text)
+		}
+	}
+	if c := read(common[0]); !strings.Contains(c, "postRenderer: "+Marker) {
+		t.Errorf("common.yaml was not translated:\n%s", c)
+	}
+	// The nested file's own base is its translated sibling; the reference
+	// to itself is left alone.
+	if a := read(apps[0]); !strings.Contains(a, "- ../"+filepath.Base(common[0])+"\n- helmfile.yaml\n") || !strings.Contains(a, "postRenderer: "+Marker) {
+		t.Errorf("apps/helmfile.yaml translated as:\n%s", a)
+	}
+	tr.cleanup()
+	if left, _ := filepath.Glob(filepath.Join(dir, "*", ".helm-inject-*")); len(left) != 0 {
+		t.Errorf("cleanup left %v", left)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".helm-inject-*")); len(left) != 0 {
+		t.Errorf("cleanup left %v", left)
 	}
 }

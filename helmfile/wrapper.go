@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 )
 
@@ -64,15 +63,16 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		return 0, err
 	}
 	if state != "" {
-		translate := translateFile
+		tr := &translation{}
+		defer tr.cleanup()
+		translate := tr.file
 		if fi, err := os.Stat(state); err == nil && fi.IsDir() {
-			translate = translateDir
+			translate = tr.dir
 		}
-		translated, cleanup, err := translate(state)
+		translated, err := translate(state)
 		if err != nil {
 			return 0, err
 		}
-		defer cleanup()
 		args = append([]string{"--file", translated}, args...)
 	}
 
@@ -194,105 +194,4 @@ func stateFileArg(args []string) ([]string, string, error) {
 		return nil, "", fmt.Errorf("state file: %w", err)
 	}
 	return out, file, nil
-}
-
-// isStateFile reports whether helmfile reads name as a state file of a
-// folder (helmfile's own patterns: *.y*ml and *.y*ml.gotmpl).
-func isStateFile(name string) bool {
-	for _, pattern := range []string{"*.y*ml", "*.y*ml.gotmpl"} {
-		if ok, _ := filepath.Match(pattern, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// translateDir translates a folder of state files (helmfile.d). When any of
-// them has injector fields it builds a sibling folder under a hidden name,
-// holding the translated state files and links to everything else in the
-// folder, so relative paths resolve as they do from the original; it
-// returns that folder and a function that removes it.
-func translateDir(dir string) (string, func(), error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", nil, err
-	}
-	entries, err := os.ReadDir(abs)
-	if err != nil {
-		return "", nil, fmt.Errorf("state folder: %w", err)
-	}
-	translated := map[string]string{}
-	for _, e := range entries {
-		if e.IsDir() || !isStateFile(e.Name()) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(abs, e.Name()))
-		if err != nil {
-			return "", nil, err
-		}
-		text, changed, err := Translate(filepath.Join(dir, e.Name()), string(data), abs)
-		if err != nil {
-			return "", nil, err
-		}
-		if changed {
-			translated[e.Name()] = text
-		}
-	}
-	if len(translated) == 0 {
-		return dir, func() {}, nil
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(abs), ".helm-inject-*-"+filepath.Base(abs))
-	if err != nil {
-		return "", nil, fmt.Errorf("writing the translated state folder: %w", err)
-	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	for _, e := range entries {
-		dst := filepath.Join(tmp, e.Name())
-		if text, ok := translated[e.Name()]; ok {
-			err = os.WriteFile(dst, []byte(text), 0o600)
-		} else {
-			err = os.Symlink(filepath.Join(abs, e.Name()), dst)
-		}
-		if err != nil {
-			cleanup()
-			return "", nil, fmt.Errorf("writing the translated state folder: %w", err)
-		}
-	}
-	return tmp, cleanup, nil
-}
-
-// translateFile writes the translated state file next to the original (so
-// relative paths in it keep working) under a hidden name, and returns its
-// path and a function that removes it.
-func translateFile(file string) (string, func(), error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return "", nil, err
-	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return "", nil, err
-	}
-	text, changed, err := Translate(file, string(data), filepath.Dir(abs))
-	if err != nil {
-		return "", nil, err
-	}
-	if !changed {
-		return file, func() {}, nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(abs), ".helm-inject-*-"+filepath.Base(abs))
-	if err != nil {
-		return "", nil, fmt.Errorf("writing the translated state file: %w", err)
-	}
-	name := f.Name()
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		os.Remove(name)
-		return "", nil, err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(name)
-		return "", nil, err
-	}
-	return name, func() { os.Remove(name) }, nil
 }

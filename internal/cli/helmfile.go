@@ -21,9 +21,10 @@ file may carry
       reconcile: never
 
 helm-inject translates them into postRenderer/postRendererArgs (fields
-helmfile knows), writes the translated state file (or, for a helmfile.d
-folder, a folder of translated state files) beside the original under a
-hidden name, runs helmfile, and removes it. helmfile then calls
+helmfile knows), writes the translated state file (and the local files it
+pulls in with bases: and helmfiles:; for a helmfile.d folder, a folder of
+translated state files) beside the original under a hidden name, runs
+helmfile, and removes them. helmfile then calls
 helm-inject as helm: injected releases go through the inject pipeline
 (upgrade, template, diff), every other call goes to the real helm as it is
 (--helm-binary, $HELMFILE_HELM_BINARY, or helm on PATH).
