@@ -98,7 +98,7 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 			delete(files, name)
 		}
 	}
-	if r.Documents, err = o.sortRendered(files); err != nil {
+	if r.Documents, err = sortRendered(files); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
 	}
 	return r, nil
@@ -111,7 +111,7 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 // document once, with our own parser and on every CPU, instead of once more
 // with sigs.k8s.io/yaml: that second parse was a third of every render.
 // TestSortRenderedMatchesHelm holds it to Helm's result.
-func (o RenderOptions) sortRendered(files map[string]string) ([]manifest.Document, error) {
+func sortRendered(files map[string]string) ([]manifest.Document, error) {
 	type part struct{ source, content string }
 	var parts []part
 	for _, p := range slices.Sorted(maps.Keys(files)) {

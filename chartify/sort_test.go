@@ -49,7 +49,7 @@ func TestSortRenderedMatchesHelm(t *testing.T) {
 			for _, h := range hooks {
 				want = append(want, h.Path+"\n"+strings.TrimSpace(h.Manifest))
 			}
-			docs, err := RenderOptions{}.sortRendered(copyFiles(files))
+			docs, err := sortRendered(copyFiles(files))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,17 +62,7 @@ func BenchmarkTemplateInjector(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			p := &Pipeline{Injectors: []Injector{ti}}
-			docs := benchDocs(b, n)
-			for b.Loop() {
-				if _, _, err := p.Run(context.Background(), docs, Env{Release: "bench", Namespace: "default"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchPipeline(b, ti)
 }
 
 // BenchmarkCommandInjector: the fixture injector program, one run per
@@ -86,9 +76,15 @@ func BenchmarkCommandInjector(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchPipeline(b, cmd)
+}
+
+// benchPipeline runs a pipeline of inj over the synthetic chart's documents
+// at every benchmark size.
+func benchPipeline(b *testing.B, inj Injector) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			p := &Pipeline{Injectors: []Injector{cmd}}
+			p := &Pipeline{Injectors: []Injector{inj}}
 			docs := benchDocs(b, n)
 			for b.Loop() {
 				if _, _, err := p.Run(context.Background(), docs, Env{Release: "bench", Namespace: "default"}); err != nil {

@@ -400,16 +400,26 @@ func loadTempChart(name string, tc *chart.Chart, keepDir string) (*chart.Chart, 
 	if err := chartify.WriteChart(tc, dir); err != nil {
 		return nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
 	}
-	if keepDir != "" {
-		if err := chartify.WriteChart(tc, keepDir); err != nil {
-			return nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, keepDir, err)
-		}
+	if err := keepChart(name, tc, keepDir); err != nil {
+		return nil, err
 	}
 	loaded, err := chartify.LoadWritten(dir)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	return loaded, nil
+}
+
+// keepChart writes a copy of the temporary chart into dir (--keep-chart),
+// when dir is set.
+func keepChart(name string, tc *chart.Chart, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := chartify.WriteChart(tc, dir); err != nil {
+		return fmt.Errorf("release %q: writing the chart to %s: %w", name, dir, err)
+	}
+	return nil
 }
 
 // MaxResourceBytes is the largest single resource helm-inject will hand to

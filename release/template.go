@@ -45,10 +45,8 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 	if err != nil {
 		return nil, err
 	}
-	if t.KeepChart != "" {
-		if err := chartify.WriteChart(tc, t.KeepChart); err != nil {
-			return nil, fmt.Errorf("release %q: writing the chart to %s: %w", name, t.KeepChart, err)
-		}
+	if err := keepChart(name, tc, t.KeepChart); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
