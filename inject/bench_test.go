@@ -51,18 +51,27 @@ func benchDocs(b *testing.B, n int) []manifest.Document {
 	return docs
 }
 
-// BenchmarkTemplateInjector: the built-in log-shipper 1.1.0 over every
-// workload, in-process.
+// BenchmarkTemplateInjector: built-in injectors over every workload,
+// in-process: sidecar 1.0.0 (the container the fixture injector adds, as
+// in the side-by-side bench) and log-shipper 1.1.0 (a larger patch).
 func BenchmarkTemplateInjector(b *testing.B) {
-	lib, err := LoadLibrary("../examples/injectors")
-	if err != nil {
-		b.Fatal(err)
+	for _, tc := range []struct {
+		dir, name, version string
+		params             map[string]any
+	}{
+		{"../fixtures/injectors/library", "sidecar", "1.0.0", nil},
+		{"../examples/injectors", "log-shipper", "1.1.0", map[string]any{"destination": "logs.example:24224"}},
+	} {
+		lib, err := LoadLibrary(tc.dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ti, err := NewTemplateInjector(lib.Get(tc.name, tc.version), tc.params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) { benchPipeline(b, ti) })
 	}
-	ti, err := NewTemplateInjector(lib.Get("log-shipper", "1.1.0"), map[string]any{"destination": "logs.example:24224"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchPipeline(b, ti)
 }
 
 // BenchmarkCommandInjector: the fixture injector program, one run per

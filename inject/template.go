@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/semver/v3"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/helm-inject/helm-inject/internal/parallel"
+	"github.com/helm-inject/helm-inject/internal/yamlencode"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -136,6 +138,10 @@ type TemplateInjector struct {
 	Params map[string]any
 
 	params map[string]any
+	// patches holds decoded patches by their rendered text: a template
+	// that does not use .Workload renders the same patch for every
+	// workload, and decoding it was a tenth of a built-in injection.
+	patches *patchCache
 }
 
 // NewTemplateInjector checks params against the definition's declared
@@ -167,7 +173,7 @@ func NewTemplateInjector(def *Definition, params map[string]any) (*TemplateInjec
 			merged[p.Name] = p.Default
 		}
 	}
-	return &TemplateInjector{Def: def, Params: params, params: merged}, nil
+	return &TemplateInjector{Def: def, Params: params, params: merged, patches: &patchCache{}}, nil
 }
 
 // Name implements Injector.
@@ -268,13 +274,11 @@ func (t *TemplateInjector) injectOne(doc string, env Env) (string, bool, error) 
 	if !changed {
 		return doc, false, nil
 	}
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
+	b, err := yamlencode.Encode(&root)
+	if err != nil {
 		return "", false, err
 	}
-	return strings.TrimSpace(b.String()), true, nil
+	return strings.TrimSpace(string(b)), true, nil
 }
 
 func (t *TemplateInjector) selects(tmpl *yaml.Node, kind, name string) bool {
@@ -337,10 +341,8 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 	if err := t.Def.tmpl.Execute(&rendered, data); err != nil {
 		return false, fmt.Errorf("template of %s: %w", t.Def.Ref(), err)
 	}
-	var patch Patch
-	dec := yaml.NewDecoder(&rendered)
-	dec.KnownFields(true)
-	if err := dec.Decode(&patch); err != nil && !errors.Is(err, io.EOF) {
+	patch, err := t.patches.decode(rendered.String())
+	if err != nil {
 		return false, fmt.Errorf("template of %s rendered invalid YAML: %w", t.Def.Ref(), err)
 	}
 
@@ -450,6 +452,69 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 	}
 	setScalar(ensureMap(meta, "annotations"), StatusAnnotation, string(b))
 	return true, nil
+}
+
+// patchCache decodes rendered patches, remembering a bounded number of
+// them; it is safe for concurrent use.
+type patchCache struct {
+	mu      sync.Mutex
+	decoded map[string]*Patch
+}
+
+// patchCacheSize bounds the cache: a template that renders a different
+// patch per workload gains nothing from it and should not fill memory.
+const patchCacheSize = 64
+
+// decode returns a Patch the caller may modify (its nodes are copies). A
+// nil cache decodes every time.
+func (c *patchCache) decode(rendered string) (*Patch, error) {
+	if c == nil {
+		c = &patchCache{}
+	}
+	c.mu.Lock()
+	cached := c.decoded[rendered]
+	c.mu.Unlock()
+	if cached == nil {
+		var p Patch
+		dec := yaml.NewDecoder(strings.NewReader(rendered))
+		dec.KnownFields(true)
+		if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.decoded == nil {
+			c.decoded = map[string]*Patch{}
+		}
+		if len(c.decoded) >= patchCacheSize {
+			return &p, nil // not shared: the caller may have it
+		}
+		c.decoded[rendered] = &p
+		cached = &p
+	}
+	return cached.clone(), nil
+}
+
+// clone copies the nodes apply inserts into a pod template as they are
+// (apply copies mounts and env itself, once per container); the maps are
+// only read.
+func (p *Patch) clone() *Patch {
+	nodes := func(in []yaml.Node) []yaml.Node {
+		if in == nil {
+			return nil
+		}
+		out := make([]yaml.Node, len(in))
+		for i := range in {
+			out[i] = *cloneNode(&in[i])
+		}
+		return out
+	}
+	c := *p
+	c.Containers = nodes(p.Containers)
+	c.NativeSidecars = nodes(p.NativeSidecars)
+	c.InitContainers = nodes(p.InitContainers)
+	c.Volumes = nodes(p.Volumes)
+	return &c
 }
 
 // strip removes what a previous run of an injector recorded.

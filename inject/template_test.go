@@ -2,6 +2,7 @@ package inject
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,45 @@ func TestTemplateSelectionByKindAndName(t *testing.T) {
 	want := map[string]bool{"Deployment/web": true, "StatefulSet/db": false, "CronJob/report": true, "Deployment/legacy": false, "ConfigMap/settings": false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("selection (-want +got):\n%s", diff)
+	}
+}
+
+// TestPatchCache: a patch rendered the same for many workloads is decoded
+// once, and each workload gets nodes of its own to edit.
+func TestPatchCache(t *testing.T) {
+	var c patchCache
+	text := "containers:\n  - name: proxy\n    image: proxy:1\nvolumes:\n  - name: v\n    emptyDir: {}\n"
+	first, err := c.decode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setScalar(&first.Containers[0], "restartPolicy", "Always")
+	first.Volumes[0].Content[1].Value = "changed"
+	second, err := c.decode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scalar(&second.Containers[0], "restartPolicy"); got != "" {
+		t.Errorf("an edit of one workload's patch reached another's: restartPolicy %q", got)
+	}
+	if got := second.Volumes[0].Content[1].Value; got != "v" {
+		t.Errorf("an edit of one workload's patch reached another's: volume name %q", got)
+	}
+	if len(c.decoded) != 1 {
+		t.Errorf("cache holds %d patches, want 1", len(c.decoded))
+	}
+	for i := range patchCacheSize + 10 {
+		if _, err := c.decode(fmt.Sprintf("containers:\n  - name: c%d\n", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.decoded) != patchCacheSize {
+		t.Errorf("cache holds %d patches, want at most %d", len(c.decoded), patchCacheSize)
+	}
+	if _, err := c.decode("containers: [\n"); err == nil {
+		t.Error("invalid YAML decoded without an error")
+	}
+	if _, err := c.decode("sidecars: []\n"); err == nil || !strings.Contains(err.Error(), "sidecars") {
+		t.Errorf("an unknown field should be an error naming it, got %v", err)
 	}
 }
