@@ -136,13 +136,19 @@ var ErrNotResource = errors.New("not a Kubernetes resource")
 // single YAML document.
 func Parse(source, content string) (Document, error) {
 	var h head
-	dec := yaml.NewDecoder(strings.NewReader(content))
-	if err := dec.Decode(&h); err != nil {
+	if err := yaml.Unmarshal([]byte(content), &h); err != nil {
 		return Document{}, fmt.Errorf("invalid YAML: %w", err)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return Document{}, errors.New("invalid YAML: more than one document where one was expected")
+	// Unmarshal reads the first document only. Another one needs a line
+	// that starts with a document marker; only then is it worth a second
+	// parse of the whole stream to tell.
+	if strings.HasPrefix(content, "---") || strings.HasPrefix(content, "...") ||
+		strings.Contains(content, "\n---") || strings.Contains(content, "\n...") {
+		dec := yaml.NewDecoder(strings.NewReader(content))
+		var first, extra yaml.Node
+		if err := dec.Decode(&first); err == nil && dec.Decode(&extra) == nil {
+			return Document{}, errors.New("invalid YAML: more than one document where one was expected")
+		}
 	}
 	switch {
 	case h.APIVersion == "":

@@ -89,6 +89,8 @@ func TestParse(t *testing.T) {
 		{"no kind", "apiVersion: v1\nmetadata:\n  name: a", ID{}, "", "kind is missing"},
 		{"no name", "apiVersion: v1\nkind: ConfigMap", ID{}, "", "metadata.name is missing"},
 		{"not YAML", "kind: [", ID{}, "", "invalid YAML"},
+		{"document start marker", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n--- {b: c}", ID{}, "", "more than one document"},
+		{"marker-like text", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  annotations:\n    x: |\n      ---\n      ...", ID{"v1", "A", "", "a"}, "", ""},
 		{"two documents merged", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\napiVersion: v1\nkind: B\nmetadata:\n  name: b", ID{}, "", "invalid YAML"},
 	}
 	for _, tt := range tests {
@@ -117,6 +119,39 @@ func TestIsTestHook(t *testing.T) {
 	for hook, want := range map[string]bool{"test": true, "pre-install,test": true, "test-success": true, "pre-install": false, "": false, "post-test": false} {
 		if got := (Document{Hook: hook}).IsTestHook(); got != want {
 			t.Errorf("IsTestHook(%q) = %v, want %v", hook, got, want)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	doc := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: bench-w0001
+  labels:
+    app.kubernetes.io/name: w0001
+    app.kubernetes.io/instance: bench
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: w0001
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: w0001
+    spec:
+      containers:
+        - name: app
+          image: "registry.example/app:1.0"
+          ports:
+            - containerPort: 8080
+          env:
+            - name: LEVEL
+              value: "info"`
+	for b.Loop() {
+		if _, err := Parse("bench", doc); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
