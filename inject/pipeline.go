@@ -2,8 +2,6 @@ package inject
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -71,8 +69,7 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 		if selected, err = p.runOne(ctx, inj, selected, env, timeout); err != nil {
 			return nil, nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
 		}
-		sum := sha256.Sum256([]byte(manifest.Join(selected)))
-		steps = append(steps, Step{Injector: inj, OutputDigest: "sha256:" + hex.EncodeToString(sum[:])})
+		steps = append(steps, Step{Injector: inj, OutputDigest: manifest.Digest(selected)})
 	}
 	out := make([]manifest.Document, len(docs))
 	copy(out, docs)

@@ -8,6 +8,9 @@
 package manifest
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -107,14 +110,32 @@ func skipSpace(s string, i int) int {
 
 // Join writes documents back into one stream, each preceded by "---".
 func Join(docs []Document) string {
-	var b strings.Builder
+	n := 0
 	for _, d := range docs {
-		b.Grow(len(d.Content) + 5)
+		n += len(d.Content) + 5
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, d := range docs {
 		b.WriteString("---\n")
 		b.WriteString(d.Content)
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// Digest is "sha256:" and the hex SHA-256 of Join(docs), computed without
+// building the stream.
+func Digest(docs []Document) string {
+	h := sha256.New()
+	w := bufio.NewWriterSize(h, 64<<10)
+	for _, d := range docs {
+		w.WriteString("---\n")
+		w.WriteString(d.Content)
+		w.WriteString("\n")
+	}
+	w.Flush() // writes to a hash do not fail
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // head is the part of a resource that identifies it.

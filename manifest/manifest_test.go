@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -153,5 +155,16 @@ spec:
 		if _, err := Parse("bench", doc); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDigest(t *testing.T) {
+	docs := []Document{{Content: "a: 1"}, {Content: "b: 2\nc: 3"}}
+	sum := sha256.Sum256([]byte(Join(docs)))
+	if got, want := Digest(docs), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("Digest = %s, the hash of Join is %s", got, want)
+	}
+	if Join(docs) != "---\na: 1\n---\nb: 2\nc: 3\n" {
+		t.Errorf("Join = %q", Join(docs))
 	}
 }
