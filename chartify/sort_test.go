@@ -32,6 +32,8 @@ func TestSortRenderedMatchesHelm(t *testing.T) {
 			"c/templates/a.yaml":         "apiVersion: x/v1\nkind: Alpha\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm1\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n",
 			"c/templates/_helpers.tpl":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: never\n",
 			"c/templates/empty.yaml":     "  \n",
+			"c/templates/off.yaml":       "# switched off by a value\n",
+			"c/templates/partly.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm3\n---\n# the second one is off\n",
 			"c/templates/hooks.yaml":     "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: pre-install,post-upgrade\n    helm.sh/hook-weight: \"5\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hc\n  annotations:\n    helm.sh/hook: pre-install\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: unknown-hook\n  annotations:\n    helm.sh/hook: at-lunch\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: Test-Success\n",
 			"c/templates/annotated.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sec\n  annotations:\n    other: x\n",
 		},

@@ -255,6 +255,8 @@ func TestRenderTempChartMatchesHelm(t *testing.T) {
 		"templates/b.yaml":                  "apiVersion: v1\nkind: Service\nmetadata:\n  name: s1\n---\napiVersion: x/v1\nkind: Zeta\nmetadata:\n  name: z\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n",
 		"templates/a.yaml":                  "apiVersion: x/v1\nkind: Alpha\nmetadata:\n  name: a\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: pre-install,post-upgrade\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm1\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n",
 		"templates/_helpers.tpl":            "{{ define \"c.name\" }}c{{ end }}",
+		"templates/off.yaml":                "# switched off by a value\n{{- if false }}\napiVersion: v1\n{{- end }}\n",
+		"templates/partly.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm3\n---\n# the second one is off\n",
 		"templates/config.txt":              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"c.name\" . }}-txt\n",
 		"templates/config.txt-more.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n",
 		"templates/hooks.yaml":              "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: Test-Success\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: unknown-hook\n  annotations:\n    helm.sh/hook: at-lunch\n",

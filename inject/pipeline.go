@@ -43,7 +43,9 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 	var idx []int
 	var selected []manifest.Document
 	for i, d := range docs {
-		if d.Hook != "" && (p.SkipHooks || (p.SkipTests && d.IsTestHook())) {
+		// A document of comments only has nothing to inject into, and an
+		// injector might not give it back.
+		if d.Empty() || d.Hook != "" && (p.SkipHooks || (p.SkipTests && d.IsTestHook())) {
 			continue
 		}
 		idx = append(idx, i)
@@ -119,6 +121,9 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 		d, err := manifest.Parse("", part)
 		if err != nil {
 			return nil, fmt.Errorf("output document %d of %d: %w\n%s", n+1, len(parts), err, excerpt(part))
+		}
+		if d.Empty() {
+			continue // comments an injector wrote; nothing Helm would create
 		}
 		k := key(d.ID)
 		q := pending[k]

@@ -102,6 +102,27 @@ func TestPipelineSkipsHooksAndTestsWhenAsked(t *testing.T) {
 	}
 }
 
+// TestPipelineKeepsCommentOnlyDocuments: a template switched off but for a
+// comment renders a document of comments only. Helm keeps it; injectors
+// never see it (istioctl and friends drop what is not a resource), and it
+// stays in place. Comments an injector writes as documents of their own
+// are not resources either.
+func TestPipelineKeepsCommentOnlyDocuments(t *testing.T) {
+	seen := filepath.Join(t.TempDir(), "seen")
+	inj := mustCommand(t, script(t, `tee "`+seen+`" | sed 's/^kind: \(.*\)/kind: \1\n# injected/'; echo '---'; echo '# by the injector'`))
+	in := docs(t, "# switched off", deployA, "# also off\n# two lines")
+	out, _, err := (&Pipeline{Injectors: []Injector{inj}}).Run(t.Context(), in, Env{Release: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 3 || out[0].Content != "# switched off" || out[2].Content != "# also off\n# two lines" || !strings.Contains(out[1].Content, "# injected") {
+		t.Errorf("documents after injection: %+v", out)
+	}
+	if b, err := os.ReadFile(seen); err != nil || strings.Contains(string(b), "off") {
+		t.Errorf("the injector was given comment-only documents (%v):\n%s", err, b)
+	}
+}
+
 func TestPipelineErrors(t *testing.T) {
 	in := docs(t, deployA, podB, cmC)
 	tests := []struct {

@@ -50,6 +50,12 @@ type Document struct {
 	Hook string
 }
 
+// Empty reports whether the document holds only comments: a template whose
+// resources are switched off but which keeps a comment renders to one.
+// Helm keeps such documents in a release's manifest and creates nothing
+// for them; they have no ID.
+func (d Document) Empty() bool { return d.ID == ID{} }
+
 // IsTestHook reports whether the document is a `helm test` hook.
 func (d Document) IsTestHook() bool {
 	for _, h := range strings.Split(d.Hook, ",") {
@@ -154,8 +160,11 @@ type head struct {
 var ErrNotResource = errors.New("not a Kubernetes resource")
 
 // Parse reads a document's identity and hook annotation. content must hold a
-// single YAML document.
+// single YAML document, or only comments (an Empty document).
 func Parse(source, content string) (Document, error) {
+	if onlyComments(content) {
+		return Document{Source: source, Content: content}, nil
+	}
 	var h head
 	if err := yaml.Unmarshal([]byte(content), &h); err != nil {
 		return Document{}, fmt.Errorf("invalid YAML: %w", err)
@@ -185,4 +194,15 @@ func Parse(source, content string) (Document, error) {
 		ID:      ID{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name},
 		Hook:    h.Metadata.Annotations["helm.sh/hook"],
 	}, nil
+}
+
+// onlyComments reports whether every line of s is blank or a comment.
+func onlyComments(s string) bool {
+	for line := range strings.Lines(s) {
+		line = strings.TrimLeft(line, " \t")
+		if line != "" && line[0] != '#' && line[0] != '\n' && line[0] != '\r' {
+			return false
+		}
+	}
+	return true
 }

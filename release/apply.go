@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -336,7 +337,7 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
 	}
-	if len(rendered.Documents) == 0 && len(src.Chart.CRDObjects()) == 0 {
+	if !slices.ContainsFunc(rendered.Documents, func(d manifest.Document) bool { return !d.Empty() }) && len(src.Chart.CRDObjects()) == 0 {
 		return nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
 	}
 	if p == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -155,6 +156,9 @@ func compare(before, after []manifest.Document, ns string) []Change {
 		}
 		return id
 	}
+	// Documents of comments only create nothing and have no identity.
+	before = slices.DeleteFunc(slices.Clone(before), manifest.Document.Empty)
+	after = slices.DeleteFunc(slices.Clone(after), manifest.Document.Empty)
 	old := make(map[manifest.ID]manifest.Document, len(before))
 	for _, d := range before {
 		old[key(d)] = d

@@ -66,6 +66,9 @@ func (s *Status) Run(name string) (*ReleaseState, error) {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	for _, d := range docs {
+		if d.Empty() {
+			continue
+		}
 		kind, wname, entries, err := inject.PodStatus(d.Content)
 		if err != nil {
 			return nil, fmt.Errorf("release %q: %s: %w", name, d.ID, err)
