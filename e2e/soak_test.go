@@ -56,11 +56,14 @@ func TestSoak(t *testing.T) {
 	// A leak of one per apply would add 190. What moves is client-go's
 	// HTTP/2 connections to the API server (one goroutine and one socket
 	// each), which come and go: over 500 applies the counts went up by 5
-	// and back to +1. Allow that churn, not growth with the number of applies.
-	if goroutines > goroutines0+10 {
+	// and back to +1, and a CI run on a busy machine ended at +12 (idle
+	// connections live for 90 s). Allow that churn, not growth with the
+	// number of applies.
+	const churn = 25
+	if goroutines > goroutines0+churn {
 		t.Errorf("goroutines grew from %d to %d over %d applies", goroutines0, goroutines, applies-10)
 	}
-	if fds > fds0+10 {
+	if fds > fds0+churn {
 		t.Errorf("open files grew from %d to %d over %d applies", fds0, fds, applies-10)
 	}
 
