@@ -5,9 +5,10 @@
 // yaml.v3's encoder was the largest single cost of `helm-inject template`
 // (its event queue keeps every event of a document and allocates twice per
 // event). Rendered Kubernetes manifests use a small part of YAML: block
-// mappings and sequences of printable ASCII scalars, without comments,
-// anchors or tags. Encode writes that part itself and hands every other
-// tree to yaml.v3 whole, so the output never depends on which path ran.
+// and flow mappings and sequences of printable ASCII scalars, without
+// comments, anchors, tags or block scalars. Encode writes that part itself
+// and hands every other tree to yaml.v3 whole, so the output never depends
+// on which path ran.
 // TestEncodeMatchesYAMLv3 and FuzzEncode hold the two paths to the same
 // bytes.
 package yamlencode
