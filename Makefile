@@ -40,6 +40,8 @@ build:
 # Side-by-side comparison with the helm CLI, chartify and --post-renderer;
 # rewrites docs/performance.md, .svg and .json. About an hour on 2 CPUs, most
 # of it installing 2,000 workloads; BENCH_SIZES=10,100,500 takes 15 minutes.
+# Some methods only, printed and not saved: cd hack/bench && go run . -sizes 2000
+#   -methods helm-template,hi-template-builtin
 # Stage benchmarks: go test ./chartify ./inject ./release -run '^$$' -bench .
 BENCH_SIZES ?= 10,100,500,2000
 BENCH_ROUNDS ?= 5

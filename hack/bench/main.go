@@ -85,6 +85,9 @@ type options struct {
 	rounds int
 	write  bool
 	repo   string
+	// only, when set, names the methods to measure (a partial run is
+	// printed, never written to docs/).
+	only []string
 }
 
 func run(ctx context.Context) error {
@@ -93,7 +96,11 @@ func run(ctx context.Context) error {
 	flag.IntVar(&o.rounds, "rounds", 5, "measured rounds per method and size")
 	flag.BoolVar(&o.write, "write", true, "rewrite the results in docs/performance.md, .svg and .json")
 	replot := flag.Bool("replot", false, "only rewrite docs/performance.md and .svg from docs/performance.json")
+	only := flag.String("methods", "", "comma-separated method keys to measure (for example helm-template,hi-template-builtin); implies -write=false")
 	flag.Parse()
+	if *only != "" {
+		o.only, o.write = strings.Split(*only, ","), false
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
@@ -243,7 +250,7 @@ func (b *bench) methods() []method {
 		return []string{"-n", fmt.Sprintf("bench-%d", n), "--create-namespace", "--history-max", "10"}
 	}
 	sh := func(s string) []string { return []string{"sh", "-c", s} }
-	return []method{
+	all := []method{
 		{key: "helm-template", label: "helm template (CLI)", args: func(n, r int, chart, count string) []string {
 			return []string{b.helm, "template", "bench", chart}
 		}},
@@ -276,6 +283,10 @@ func (b *bench) methods() []method {
 			return slices.Concat([]string{b.helmInject, "apply", "builtin", chart}, builtin, ns(n), set(r))
 		}},
 	}
+	if len(b.o.only) == 0 {
+		return all
+	}
+	return slices.DeleteFunc(all, func(m method) bool { return !slices.Contains(b.o.only, m.key) })
 }
 
 // sample is one measured run.
@@ -375,7 +386,11 @@ func (b *bench) header() string {
 	fmt.Fprintf(&w, "Measured %s on %s/%s, %d CPUs (%s), %s; helm %s CLI, kube-apiserver from hack/versions.env; "+
 		"%d rounds per method and size after one warm-up round, methods in a different order every round.\n\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), host, helmVersion(b.helm), b.o.rounds)
-	fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d` (or `make bench`); raw samples in `docs/performance.json`.\n\n", joinInts(b.o.sizes), b.o.rounds)
+	if len(b.o.only) > 0 {
+		fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d -methods %s` (a partial run, not saved).\n\n", joinInts(b.o.sizes), b.o.rounds, strings.Join(b.o.only, ","))
+	} else {
+		fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d` (or `make bench`); raw samples in `docs/performance.json`.\n\n", joinInts(b.o.sizes), b.o.rounds)
+	}
 	return w.String()
 }
 
@@ -461,6 +476,9 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		{"peak RSS of apply, external ≤ 1.5x helm upgrade --install --post-renderer injector", "hi-apply-ext", "helm-postrender", true, 1.5},
 	}
 	for _, t := range targets {
+		if res[t.of] == nil || res[t.per] == nil {
+			continue // a partial run (-methods)
+		}
 		v := ratio(t.of, t.per)
 		if t.rss {
 			v = rss(t.of, t.per)
