@@ -85,7 +85,7 @@ func (w *writer) indent(n int) {
 // mapping writes a non-empty block mapping whose keys start at column
 // indent. inline says the first key follows a "- " already written.
 func (w *writer) mapping(n *yaml.Node, indent int, inline bool) bool {
-	if hasExtras(n) || !collectionTag(n.Tag, "!!map") || len(n.Content)%2 != 0 {
+	if !plainCollection(n) {
 		return false
 	}
 	for i := 0; i < len(n.Content); i += 2 {
@@ -93,11 +93,7 @@ func (w *writer) mapping(n *yaml.Node, indent int, inline bool) bool {
 		if i > 0 || !inline {
 			w.indent(indent)
 		}
-		if k.Kind != yaml.ScalarNode {
-			return false
-		}
-		// A key longer than 128 bytes is written as a complex key ("? ").
-		if len(k.Value) > 128 || !w.scalar(k, inBlock, true, false) {
+		if !simpleKey(k) || !w.scalar(k, inBlock, true, false) {
 			return false
 		}
 		w.buf = append(w.buf, ':')
@@ -111,7 +107,7 @@ func (w *writer) mapping(n *yaml.Node, indent int, inline bool) bool {
 // sequence writes a non-empty block sequence with its dashes at column
 // indent. inline says the first dash follows a "- " already written.
 func (w *writer) sequence(n *yaml.Node, indent int, inline bool) bool {
-	if hasExtras(n) || !collectionTag(n.Tag, "!!seq") {
+	if !plainCollection(n) {
 		return false
 	}
 	for i, item := range n.Content {
@@ -161,14 +157,13 @@ func (w *writer) value(n *yaml.Node, indent int, afterDash bool) bool {
 // "{k: v}"), as yaml.v3 does for collections parsed in flow style and
 // everything nested in them. lead says a space goes before it.
 func (w *writer) flow(n *yaml.Node, lead bool) bool {
+	if !plainCollection(n) {
+		return false
+	}
 	if lead {
 		w.buf = append(w.buf, ' ')
 	}
-	switch n.Kind {
-	case yaml.SequenceNode:
-		if hasExtras(n) || !collectionTag(n.Tag, "!!seq") {
-			return false
-		}
+	if n.Kind == yaml.SequenceNode {
 		w.buf = append(w.buf, '[')
 		for i, item := range n.Content {
 			if i > 0 {
@@ -179,28 +174,23 @@ func (w *writer) flow(n *yaml.Node, lead bool) bool {
 			}
 		}
 		w.buf = append(w.buf, ']')
-	case yaml.MappingNode:
-		if hasExtras(n) || !collectionTag(n.Tag, "!!map") || len(n.Content)%2 != 0 {
+		return true
+	}
+	w.buf = append(w.buf, '{')
+	for i := 0; i < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		if !simpleKey(k) || !w.scalar(k, inFlow, true, i > 0) {
 			return false
 		}
-		w.buf = append(w.buf, '{')
-		for i := 0; i < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if i > 0 {
-				w.buf = append(w.buf, ',')
-			}
-			if k.Kind != yaml.ScalarNode || len(k.Value) > 128 || !w.scalar(k, inFlow, true, i > 0) {
-				return false
-			}
-			w.buf = append(w.buf, ':')
-			if !w.flowItem(n.Content[i+1], true) {
-				return false
-			}
+		w.buf = append(w.buf, ':')
+		if !w.flowItem(n.Content[i+1], true) {
+			return false
 		}
-		w.buf = append(w.buf, '}')
-	default:
-		return false
 	}
+	w.buf = append(w.buf, '}')
 	return true
 }
 
@@ -218,10 +208,28 @@ const (
 	inFlow
 )
 
-// collectionTag reports whether tag is one yaml.v3 leaves unwritten on a
-// mapping or sequence.
-func collectionTag(tag, implicit string) bool {
-	return tag == "" || shortTag(tag) == implicit
+// plainCollection reports whether n is a mapping or sequence that yaml.v3
+// writes without a tag, anchor or comment.
+func plainCollection(n *yaml.Node) bool {
+	var implicit string
+	switch n.Kind {
+	case yaml.MappingNode:
+		if len(n.Content)%2 != 0 {
+			return false
+		}
+		implicit = "!!map"
+	case yaml.SequenceNode:
+		implicit = "!!seq"
+	default:
+		return false
+	}
+	return !hasExtras(n) && (n.Tag == "" || shortTag(n.Tag) == implicit)
+}
+
+// simpleKey reports whether yaml.v3 writes k as a simple key ("k:"): a
+// scalar of at most 128 bytes; others become complex keys ("? k").
+func simpleKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && len(k.Value) <= 128
 }
 
 // scalar writes a scalar, after a space when lead is set (an empty plain
@@ -253,7 +261,7 @@ func (w *writer) scalar(n *yaml.Node, ctx position, key, lead bool) bool {
 			return false // yaml.v3 would write the tag
 		}
 	}
-	if style == 0 && (!plainAllowed(v, ctx) || (v == "" && (key || ctx == inFlow))) {
+	if style == 0 && (!plainAllowed(v, ctx) || (v == "" && key)) {
 		style = yaml.SingleQuotedStyle
 	}
 	if lead && (style != 0 || v != "") {
