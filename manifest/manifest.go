@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -122,11 +123,7 @@ func Join(docs []Document) string {
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for _, d := range docs {
-		b.WriteString("---\n")
-		b.WriteString(d.Content)
-		b.WriteString("\n")
-	}
+	writeStream(&b, docs)
 	return b.String()
 }
 
@@ -135,13 +132,18 @@ func Join(docs []Document) string {
 func Digest(docs []Document) string {
 	h := sha256.New()
 	w := bufio.NewWriterSize(h, 64<<10)
+	writeStream(w, docs)
+	w.Flush() // writes to a hash do not fail
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// writeStream writes what Join returns.
+func writeStream(w io.StringWriter, docs []Document) {
 	for _, d := range docs {
 		w.WriteString("---\n")
 		w.WriteString(d.Content)
 		w.WriteString("\n")
 	}
-	w.Flush() // writes to a hash do not fail
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // head is the part of a resource that identifies it.
