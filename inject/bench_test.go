@@ -51,26 +51,20 @@ func benchDocs(b *testing.B, n int) []manifest.Document {
 	return docs
 }
 
-// BenchmarkTemplateInjector: built-in injectors over every workload,
-// in-process: sidecar 1.0.0 (the container the fixture injector adds, as
-// in the side-by-side bench) and log-shipper 1.1.0 (a larger patch).
+// BenchmarkTemplateInjector: the benchmarks' built-in injectors
+// (benchchart.Injectors) over every workload, in-process.
 func BenchmarkTemplateInjector(b *testing.B) {
-	for _, tc := range []struct {
-		dir, name, version string
-		params             map[string]any
-	}{
-		{"../fixtures/injectors/library", "sidecar", "1.0.0", nil},
-		{"../examples/injectors", "log-shipper", "1.1.0", map[string]any{"destination": "logs.example:24224"}},
-	} {
-		lib, err := LoadLibrary(tc.dir)
+	sidecar, logShipper := benchchart.Injectors()
+	for _, bi := range []benchchart.Injector{sidecar, logShipper} {
+		lib, err := LoadLibrary(filepath.Join("..", filepath.FromSlash(bi.Library)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		ti, err := NewTemplateInjector(lib.Get(tc.name, tc.version), tc.params)
+		ti, err := NewTemplateInjector(lib.Get(bi.Name, bi.Version), bi.Params)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(tc.name, func(b *testing.B) { benchPipeline(b, ti) })
+		b.Run(bi.Name, func(b *testing.B) { benchPipeline(b, ti) })
 	}
 }
 

@@ -12,28 +12,22 @@ import (
 	"github.com/helm-inject/helm-inject/internal/benchchart"
 )
 
-// BenchmarkTemplate: what `helm-inject template` does with a built-in
-// injector, in-process: load, render, inject, build the temporary chart and
-// compute what it renders to. sidecar 1.0.0 is the injector of the
-// side-by-side bench; log-shipper 1.1.0 renders a larger patch per workload.
+// BenchmarkTemplate: what `helm-inject template` does with the benchmarks'
+// built-in injectors (benchchart.Injectors), in-process: load, render,
+// inject, build the temporary chart and compute what it renders to.
 func BenchmarkTemplate(b *testing.B) {
-	for _, tc := range []struct {
-		dir, name, version string
-		params             map[string]any
-	}{
-		{"../fixtures/injectors/library", "sidecar", "1.0.0", nil},
-		{"../examples/injectors", "log-shipper", "1.1.0", map[string]any{"destination": "logs.example:24224"}},
-	} {
-		lib, err := inject.LoadLibrary(tc.dir)
+	sidecar, logShipper := benchchart.Injectors()
+	for _, bi := range []benchchart.Injector{sidecar, logShipper} {
+		lib, err := inject.LoadLibrary(filepath.Join("..", filepath.FromSlash(bi.Library)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		ti, err := inject.NewTemplateInjector(lib.Get(tc.name, tc.version), tc.params)
+		ti, err := inject.NewTemplateInjector(lib.Get(bi.Name, bi.Version), bi.Params)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, n := range []int{10, 100, 500, 2000} {
-			b.Run(fmt.Sprintf("%s/N=%d", tc.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/N=%d", bi.Name, n), func(b *testing.B) {
 				dir := filepath.Join(b.TempDir(), "bench")
 				if err := benchchart.Write(dir, n); err != nil {
 					b.Fatal(err)

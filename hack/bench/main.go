@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -238,12 +239,21 @@ type method struct {
 	args func(n, r int, chart, count string) []string
 }
 
+// injectorFlags are helm-inject's flags that select a built-in injector.
+func (b *bench) injectorFlags(bi benchchart.Injector) []string {
+	flags := []string{"--injector-library", filepath.Join(b.o.repo, filepath.FromSlash(bi.Library)), "--with", bi.Name + "@" + bi.Version}
+	for _, k := range slices.Sorted(maps.Keys(bi.Params)) {
+		flags = append(flags, "--with-set", fmt.Sprintf("%s.%s=%v", bi.Name, k, bi.Params[k]))
+	}
+	return flags
+}
+
 func (b *bench) methods() []method {
 	// The built-in injector adds the very container the external one adds,
 	// so the two compare the ways of injecting on objects of the same size;
 	// log-shipper, a richer template, shows what a larger patch costs.
-	builtin := []string{"--injector-library", filepath.Join(b.o.repo, "fixtures", "injectors", "library"), "--with", "sidecar@1.0.0"}
-	logShipper := []string{"--injector-library", filepath.Join(b.o.repo, "examples", "injectors"), "--with", "log-shipper@1.1.0", "--with-set", "log-shipper.destination=logs.example:24224"}
+	sidecar, shipper := benchchart.Injectors()
+	builtin, logShipper := b.injectorFlags(sidecar), b.injectorFlags(shipper)
 	ext := func(count string) string { return "sidecar-injector f=FILE,count-file=" + count }
 	set := func(r int) []string { return []string{"--set", fmt.Sprintf("level=r%d", r)} }
 	ns := func(n int) []string {

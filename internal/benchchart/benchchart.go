@@ -67,3 +67,20 @@ func Write(dir string, n int) error {
 	}
 	return nil
 }
+
+// Injector is a built-in injector the benchmarks run: a definition in a
+// library folder (slash-separated, relative to the repository root), with
+// parameter values.
+type Injector struct {
+	Library, Name, Version string
+	Params                 map[string]any
+}
+
+// Injectors are the built-in injectors every benchmark measures: sidecar
+// 1.0.0 adds the very container the fixture program adds (so built-in and
+// external injection compare on objects of the same size), log-shipper
+// 1.1.0 is a richer template (what a larger patch costs).
+func Injectors() (sidecar, logShipper Injector) {
+	return Injector{Library: "fixtures/injectors/library", Name: "sidecar", Version: "1.0.0"},
+		Injector{Library: "examples/injectors", Name: "log-shipper", Version: "1.1.0", Params: map[string]any{"destination": "logs.example:24224"}}
+}
