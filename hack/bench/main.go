@@ -421,11 +421,15 @@ func (b *bench) report(head string, res results) string {
 			if m.install {
 				base = "helm-upgrade"
 			}
-			fmt.Fprintf(&w, "| %s | %.3f s (%.3f-%.3f) | %.3f s | %.0f MB | %.0f | %.2fx |\n", m.label, st.median, st.min, st.max,
+			vs := "–" // a partial run (-methods) without the base method
+			if res[base] != nil {
+				vs = fmt.Sprintf("%.2fx", st.median/res.wall(base, n).median)
+			}
+			fmt.Fprintf(&w, "| %s | %.3f s (%.3f-%.3f) | %.3f s | %.0f MB | %.0f | %s |\n", m.label, st.median, st.min, st.max,
 				res.of(m.key, n, func(s sample) float64 { return s.CPU.Seconds() }),
 				res.of(m.key, n, func(s sample) float64 { return float64(s.RSSKB) / 1024 }),
 				res.of(m.key, n, func(s sample) float64 { return float64(s.Runs) }),
-				st.median/res.wall(base, n).median)
+				vs)
 		}
 		fmt.Fprintln(&w)
 	}
