@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // revisions returns the revision numbers in a release's history.
@@ -119,7 +121,7 @@ func TestBadChartInputsApplyNothing(t *testing.T) {
 
 	// A chart whose only template renders nothing with its default values.
 	empty := filepath.Join(dir, "empty")
-	writeFiles(t, empty, map[string]string{
+	testfs.Write(t, empty, map[string]string{
 		"Chart.yaml":        "apiVersion: v2\nname: empty\nversion: 0.1.0\n",
 		"templates/cm.yaml": "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n{{- end }}\n",
 	})
@@ -168,19 +170,6 @@ func TestBadChartInputsApplyNothing(t *testing.T) {
 				t.Errorf("temporary files left behind: %s", left[0].Name())
 			}
 		})
-	}
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

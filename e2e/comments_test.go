@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // TestCommentOnlyTemplates: a template switched off by a value but for a
@@ -13,7 +15,7 @@ import (
 func TestCommentOnlyTemplates(t *testing.T) {
 	ns := namespace(t)
 	chart := filepath.Join(t.TempDir(), "notes")
-	writeFiles(t, chart, map[string]string{
+	testfs.Write(t, chart, map[string]string{
 		"Chart.yaml":           "apiVersion: v2\nname: notes\nversion: 0.1.0\n",
 		"values.yaml":          "cache: false\n",
 		"templates/app.yaml":   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  selector:\n    matchLabels: {app: notes}\n  template:\n    metadata:\n      labels: {app: notes}\n    spec:\n      containers:\n        - name: app\n          image: registry.example/app:1\n",

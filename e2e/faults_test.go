@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // faultChart has one Deployment: without kube-controller-manager (the
@@ -21,7 +22,7 @@ import (
 func faultChart(t *testing.T) string {
 	t.Helper()
 	chart := filepath.Join(t.TempDir(), "faulty")
-	writeFiles(t, chart, map[string]string{
+	testfs.Write(t, chart, map[string]string{
 		"Chart.yaml":  "apiVersion: v2\nname: faulty\nversion: 0.1.0\n",
 		"values.yaml": "level: info\n",
 		"templates/all.yaml": `apiVersion: v1

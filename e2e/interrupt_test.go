@@ -17,6 +17,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // TestInterruptDuringInjection sends SIGINT (Ctrl-C) and SIGTERM while the
@@ -181,7 +183,7 @@ func TestInterruptWhileFetchingTheChart(t *testing.T) {
 func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 	ns := namespace(t)
 	chart := filepath.Join(t.TempDir(), "stuck")
-	writeFiles(t, chart, map[string]string{
+	testfs.Write(t, chart, map[string]string{
 		"Chart.yaml":  "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
 		"values.yaml": "nodeSelector: {}\n",
 		"templates/deployment.yaml": `apiVersion: apps/v1
