@@ -2,8 +2,9 @@
 #   make demo   inject sidecars into a bundled chart on a local control plane
 #   make test   everything CI runs: tools, go vet, unit and integration tests
 #
-# Both build the real components they need (hack/tools.sh) into .cache/tools
-# the first time; later runs reuse them.
+# Both build the real components they need (hack/tools.sh) the first time,
+# into the user's cache folder (~/.cache/helm-inject/tools, or
+# $HELM_INJECT_TOOLS_DIR), shared by every clone; later runs reuse them.
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
@@ -50,4 +51,4 @@ bench:
 	cd hack/bench && $(GO) vet . && $(GO) run . -sizes $(BENCH_SIZES) -rounds $(BENCH_ROUNDS)
 
 clean-tools:
-	rm -rf .cache/tools
+	rm -rf "$${HELM_INJECT_TOOLS_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/helm-inject/tools}"

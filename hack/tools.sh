@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real components used by the tests and the demo into an ignored
-# cache folder inside the repository (default .cache/tools/bin).
+# Builds the real components used by the tests and the demo into a cache
+# folder outside the repository, shared by every checkout on the machine:
+# $HELM_INJECT_TOOLS_DIR, default ${XDG_CACHE_HOME:-~/.cache}/helm-inject/tools
+# (internal/testenv looks there by the same rule).
 #
 # Nothing is downloaded as a prebuilt binary: everything is built from the Go
 # module proxy. Each tool is built once; a stamp file next to the binary records
@@ -14,7 +16,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=versions.env
 source "$repo/hack/versions.env"
 
-tools_dir=${HELM_INJECT_TOOLS_DIR:-$repo/.cache/tools}
+tools_dir=${HELM_INJECT_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/helm-inject/tools}
 bin="$tools_dir/bin"
 src="$tools_dir/src"
 mkdir -p "$bin" "$src"

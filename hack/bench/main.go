@@ -146,7 +146,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tools, err := testenv.ToolsBinDirFrom(o.repo)
+	tools, err := testenv.ToolsBinDir()
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@
 // kube-scheduler and kwok, so Deployments get pods and pods reach Running or
 // Succeeded without a kubelet.
 //
-// The binaries are built by hack/tools.sh into .cache/tools/bin; nothing is
+// The binaries are built by hack/tools.sh into the tool cache (ToolsBinDir); nothing is
 // downloaded at test time. A missing binary is an error, never a skip.
 package testenv
 
@@ -33,8 +33,14 @@ import (
 var kwokStages []byte
 
 // ToolsBinEnv names the environment variable that overrides where the
-// tool binaries are looked up (default: <repo>/.cache/tools/bin).
+// tool binaries are looked up (default: ToolsDirEnv's bin folder).
 const ToolsBinEnv = "HELM_INJECT_TOOLS_BIN"
+
+// ToolsDirEnv names the environment variable that moves the whole tool
+// cache (hack/tools.sh reads it too). Its default is helm-inject/tools in
+// the user's cache folder ($XDG_CACHE_HOME, else ~/.cache), shared by every
+// checkout on the machine, so a second clone builds nothing.
+const ToolsDirEnv = "HELM_INJECT_TOOLS_DIR"
 
 // FakeNodeName is the kwok-managed node that pods are scheduled to.
 const FakeNodeName = "kwok-node-0"
@@ -75,23 +81,24 @@ type process struct {
 	done chan struct{}
 }
 
-// ToolsBinDir returns the folder holding the binaries built by hack/tools.sh:
-// $HELM_INJECT_TOOLS_BIN, or .cache/tools/bin at the repository root found
-// by walking up from the working directory to go.mod.
+// ToolsBinDir returns the folder holding the binaries built by
+// hack/tools.sh: $HELM_INJECT_TOOLS_BIN, else $HELM_INJECT_TOOLS_DIR/bin,
+// else helm-inject/tools/bin in the user's cache folder (the same rule as
+// hack/tools.sh).
 func ToolsBinDir() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return ToolsBinDirFrom(root)
-}
-
-// ToolsBinDirFrom is ToolsBinDir for the checkout at root.
-func ToolsBinDirFrom(root string) (string, error) {
 	if dir := os.Getenv(ToolsBinEnv); dir != "" {
 		return filepath.Abs(dir)
 	}
-	return filepath.Join(root, ".cache", "tools", "bin"), nil
+	if dir := os.Getenv(ToolsDirEnv); dir != "" {
+		return filepath.Abs(filepath.Join(dir, "bin"))
+	}
+	// os.UserCacheDir is $XDG_CACHE_HOME or ~/.cache on Linux, as in
+	// hack/tools.sh.
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("testenv: no cache folder for the tools (set %s): %w", ToolsDirEnv, err)
+	}
+	return filepath.Join(cache, "helm-inject", "tools", "bin"), nil
 }
 
 // RepoRoot returns the folder of the nearest go.mod above the working
