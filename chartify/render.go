@@ -36,6 +36,11 @@ type RenderOptions struct {
 	// without it lookup returns empty results, as in `helm template`.
 	RESTConfig           *rest.Config
 	SkipSchemaValidation bool
+	// EnableDNS lets templates resolve host names (Helm's --enable-dns).
+	EnableDNS bool
+	// SubNotes adds every subchart's NOTES.txt to the notes, after the
+	// top chart's (Helm's --render-subchart-notes).
+	SubNotes bool
 }
 
 // Rendered is a rendered chart, split into documents.
@@ -86,6 +91,7 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 	if o.RESTConfig != nil {
 		eng = engine.New(o.RESTConfig)
 	}
+	eng.EnableDNS = o.EnableDNS
 	files, err := eng.Render(ch, values)
 	if err != nil {
 		return nil, err
@@ -93,10 +99,20 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 
 	notesPath := path.Join(ch.Name(), "templates", "NOTES.txt")
 	r := &Rendered{Chart: ch, Notes: files[notesPath]}
-	for name := range files {
-		if strings.HasSuffix(name, "NOTES.txt") {
-			delete(files, name)
+	// Helm joins the subcharts' notes in map order; ours are in path order
+	// after the top chart's, so the notes (stored in the release) are the
+	// same on every run.
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if !strings.HasSuffix(name, "NOTES.txt") {
+			continue
 		}
+		if o.SubNotes && name != notesPath {
+			if r.Notes != "" {
+				r.Notes += "\n"
+			}
+			r.Notes += files[name]
+		}
+		delete(files, name)
 	}
 	if r.Documents, err = sortRendered(files); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)

@@ -45,6 +45,10 @@ type LoadOptions struct {
 	Settings *cli.EnvSettings
 	// RegistryClient is required for oci:// references.
 	RegistryClient *registry.Client
+	// UpdateDependencies, when set, is called for a chart folder whose
+	// dependencies are missing, before it is loaded again (helm's
+	// --dependency-update).
+	UpdateDependencies func(chartDir string) error
 }
 
 // Load resolves ref and loads it as a chart.
@@ -53,6 +57,13 @@ func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 		switch {
 		case exists(filepath.Join(ref, "Chart.yaml")):
 			ch, err := loadChart(ref)
+			var missing missingDependencies
+			if errors.As(err, &missing) && o.UpdateDependencies != nil {
+				if err := o.UpdateDependencies(ref); err != nil {
+					return nil, "", fmt.Errorf("chart %s: updating its dependencies: %w", ref, err)
+				}
+				ch, err = loadChart(ref)
+			}
 			return ch, SourceChart, err
 		case kustomizationFile(ref) != "":
 			ch, err := loadKustomization(ref)
@@ -100,11 +111,16 @@ func loadChart(path string) (*chart.Chart, error) {
 	}
 	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
 		if err := action.CheckDependencies(ch, deps); err != nil {
-			return nil, fmt.Errorf("chart %s: %w (run `helm dependency build %s`)", path, err, path)
+			return nil, missingDependencies{fmt.Errorf("chart %s: %w (run `helm dependency build %s`, or pass --dependency-update)", path, err, path)}
 		}
 	}
 	return ch, nil
 }
+
+// missingDependencies is a chart folder whose charts/ lacks a dependency.
+type missingDependencies struct{ error }
+
+func (m missingDependencies) Unwrap() error { return m.error }
 
 // missingLocalChart explains a reference that could not be found when it
 // is meant as a path: it starts with ".", "/" or "~", ends in .tgz, or its

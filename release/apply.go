@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
@@ -62,6 +63,29 @@ type Apply struct {
 	// Reconcile and UpdateInjectors choose built-in injector versions.
 	Reconcile       inject.ReconcileStrategy
 	UpdateInjectors bool
+
+	// TakeOwnership, Labels, Recreate are Helm's --take-ownership,
+	// --labels and --recreate-pods.
+	TakeOwnership bool
+	Labels        map[string]string
+	Recreate      bool
+	// Render holds the rendering flags shared with Diff and Template.
+	Render RenderFlags
+}
+
+// RenderFlags are Helm's flags that change how a chart renders, shared by
+// Apply, Diff and Template.
+type RenderFlags struct {
+	// EnableDNS lets templates resolve host names (--enable-dns).
+	EnableDNS bool
+	// SubNotes adds subcharts' NOTES.txt to the notes
+	// (--render-subchart-notes).
+	SubNotes bool
+	// PostRenderer runs after injection on the manifests (not hooks), as
+	// Helm's --post-renderer does.
+	PostRenderer postrender.PostRenderer
+	// APIVersions are added to .Capabilities.APIVersions (--api-versions).
+	APIVersions []string
 }
 
 // NewApply returns an Apply bound to a Helm configuration.
@@ -90,7 +114,7 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	p, err := makePlan(ctx, a.cfg, name, src, vals, planOptions{
 		namespace: a.Namespace, valuesMode: a.ValuesMode, skipSchemaValidation: a.SkipSchemaValidation,
 		pipeline: a.Pipeline, injectDir: a.InjectDir, keepChart: a.KeepChart,
-		strategy: a.Reconcile, updateInjectors: a.UpdateInjectors,
+		strategy: a.Reconcile, updateInjectors: a.UpdateInjectors, render: a.Render,
 	})
 	if err != nil {
 		return nil, err
@@ -99,15 +123,12 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	if current == nil && !a.Install {
 		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
 	}
-	// Skip only when the newest revision is the deployed one: after a failed
-	// or interrupted upgrade the cluster may hold a part of it, so even the
-	// same inputs are applied again.
-	if current != nil && !a.ForceUpgrade && !a.DryRun && current.Info.Status == release.StatusDeployed && last != nil && last.Version == current.Version {
-		same, err := unchanged(p, current, a.ValuesMode, vals)
+	if current != nil && !a.DryRun {
+		d, err := decideRevision(p, revisionInputs{valuesMode: a.ValuesMode, vals: vals, labels: a.Labels, forceUpgrade: a.ForceUpgrade})
 		if err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
-		if same {
+		if !d.newRevision() {
 			return &Result{Release: current, Unchanged: true}, nil
 		}
 	}
@@ -125,6 +146,9 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 		inst.SkipSchemaValidation = true // checked against the source chart
 		inst.Force = a.Force
 		inst.DisableOpenAPIValidation = a.DisableOpenAPIValidation
+		inst.TakeOwnership = a.TakeOwnership
+		inst.Labels = a.Labels
+		inst.PostRenderer = p.postRenderer
 		// A release whose history holds only uninstalled revisions (kept
 		// with --keep-history) is replaced, as `helm upgrade --install` does.
 		inst.Replace = last != nil
@@ -151,6 +175,10 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	up.Force = a.Force
 	up.CleanupOnFail = a.CleanupOnFail
 	up.DisableOpenAPIValidation = a.DisableOpenAPIValidation
+	up.TakeOwnership = a.TakeOwnership
+	up.Labels = a.Labels
+	up.Recreate = a.Recreate
+	up.PostRenderer = p.postRenderer
 	switch a.ValuesMode {
 	case ValuesReset:
 		up.ResetValues = true
@@ -238,6 +266,11 @@ type plan struct {
 	// rendered is chart rendered with the release's facts: exactly the
 	// documents and notes the new revision will hold.
 	rendered *chartify.Rendered
+	// namespace is the release's namespace.
+	namespace string
+	// postRenderer, when the user gave one, replays its output for the
+	// install or upgrade (see postRender).
+	postRenderer postrender.PostRenderer
 }
 
 // planOptions are the inputs of a plan that are not the chart and values.
@@ -252,6 +285,7 @@ type planOptions struct {
 	// kubeVersion overrides the server's version in .Capabilities (helm
 	// diff's --kube-version, which helmfile passes).
 	kubeVersion string
+	render      RenderFlags
 }
 
 // makePlan reads the release history, renders, injects and builds the
@@ -284,6 +318,9 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 		}
 		caps.KubeVersion = *kv
 	}
+	// diff's --api-versions (apply has no such flag: the SDK's install
+	// would discover the server's own).
+	caps.APIVersions = append(caps.APIVersions, o.render.APIVersions...)
 	restConfig, err := cfg.RESTClientGetter.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
@@ -295,6 +332,8 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 		Capabilities:         caps,
 		RESTConfig:           restConfig,
 		SkipSchemaValidation: o.skipSchemaValidation,
+		EnableDNS:            o.render.EnableDNS,
+		SubNotes:             o.render.SubNotes,
 	}
 	renderVals := vals
 	if last != nil {
@@ -319,7 +358,13 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 		return nil, err
 	}
 	rendered.Chart = loaded
-	return &plan{current: current, last: last, chart: loaded, rendered: rendered}, nil
+	pl := &plan{current: current, last: last, chart: loaded, rendered: rendered, namespace: opts.Namespace}
+	if o.render.PostRenderer != nil {
+		if pl.postRenderer, err = postRender(rendered, o.render.PostRenderer); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
+	return pl, nil
 }
 
 // Chooser decides, once the chart is rendered, which version of each

@@ -39,6 +39,9 @@ type Diff struct {
 	UpdateInjectors bool
 	// KubeVersion overrides the server's version in .Capabilities.
 	KubeVersion string
+	// Labels are --labels, as apply would merge them.
+	Labels map[string]string
+	Render RenderFlags
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
@@ -57,8 +60,9 @@ const (
 type Change struct {
 	Type ChangeType
 	ID   manifest.ID
-	// Hook is true for a hook resource (shown by `helm get hooks`).
-	Hook bool
+	// Hook is true for a hook resource (shown by `helm get hooks`); Test
+	// for a `helm test` hook.
+	Hook, Test bool
 	// Before and After are the resource's YAML; empty when added/removed.
 	Before, After string
 }
@@ -69,6 +73,10 @@ type DiffResult struct {
 	// Installed is false when the release does not exist yet.
 	Installed bool
 	Changes   []Change
+	// Reasons are the differences, other than resources, that make apply
+	// store a new revision (injectors, chart metadata, values, labels, an
+	// install, a failed newest revision).
+	Reasons []string
 	// InjectorsBefore and InjectorsAfter are the injectors recorded in the
 	// deployed revision and the ones this apply would record.
 	InjectorsBefore, InjectorsAfter []chartify.InjectorRecord
@@ -80,12 +88,12 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 		namespace: d.Namespace, valuesMode: d.ValuesMode, skipSchemaValidation: d.SkipSchemaValidation,
 		pipeline: d.Pipeline, injectDir: d.InjectDir,
 		strategy: d.Reconcile, updateInjectors: d.UpdateInjectors, kubeVersion: d.KubeVersion,
+		render: d.Render,
 	})
 	if err != nil {
 		return nil, err
 	}
 	res := &DiffResult{Release: name, InjectorsAfter: injectorRecords(p.chart.Metadata.Annotations)}
-	var before []manifest.Document
 	if p.current == nil {
 		if !d.AllowUnreleased {
 			return nil, fmt.Errorf("release %q does not exist in namespace %q; use --allow-unreleased to see it as new", name, d.Namespace)
@@ -93,22 +101,20 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	} else {
 		res.Installed = true
 		res.InjectorsBefore = injectorRecords(p.current.Chart.Metadata.Annotations)
-		if before, err = releaseDocuments(p.current); err != nil {
-			return nil, fmt.Errorf("release %q: reading revision %d: %w", name, p.current.Version, err)
-		}
 	}
-	ns := d.Namespace
-	if p.current != nil {
-		ns = p.current.Namespace
+	dec, err := decideRevision(p, revisionInputs{valuesMode: d.ValuesMode, vals: vals, labels: d.Labels})
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	res.Changes = compare(before, p.rendered.Documents, ns)
+	res.Changes, res.Reasons = dec.Changes, dec.Reasons
 	return res, nil
 }
 
-// HasChanges reports whether applying would change any resource or the
-// recorded injectors.
+// HasChanges reports whether apply, given the same inputs, would store a
+// new revision: a resource, the injectors, the chart, the values or the
+// labels change, or the release is not installed yet.
 func (r *DiffResult) HasChanges() bool {
-	return len(r.Changes) > 0 || len(injectorChanges(r.InjectorsBefore, r.InjectorsAfter)) > 0
+	return len(r.Changes) > 0 || len(r.Reasons) > 0
 }
 
 func injectorRecords(ann map[string]string) []chartify.InjectorRecord {
@@ -122,21 +128,31 @@ func injectorRecords(ann map[string]string) []chartify.InjectorRecord {
 // releaseDocuments splits a stored revision back into documents: the
 // manifest (each document led by Helm's "# Source:" comment) and the hooks.
 func releaseDocuments(rel *release.Release) ([]manifest.Document, error) {
+	docs, err := manifestDocuments(rel.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range rel.Hooks {
+		d, err := manifest.Parse(h.Path, strings.TrimSpace(h.Manifest))
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// manifestDocuments splits a release manifest into documents, each named
+// by the "# Source:" comment Helm puts before it.
+func manifestDocuments(stream string) ([]manifest.Document, error) {
 	var docs []manifest.Document
-	for _, part := range manifest.Split(rel.Manifest) {
+	for _, part := range manifest.Split(stream) {
 		source := ""
 		if rest, ok := strings.CutPrefix(part, "# Source: "); ok {
 			line, content, _ := strings.Cut(rest, "\n")
 			source, part = line, strings.TrimSpace(content)
 		}
 		d, err := manifest.Parse(source, part)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
-	}
-	for _, h := range rel.Hooks {
-		d, err := manifest.Parse(h.Path, strings.TrimSpace(h.Manifest))
 		if err != nil {
 			return nil, err
 		}
@@ -171,33 +187,17 @@ func compare(before, after []manifest.Document, ns string) []Change {
 		o, ok := old[k]
 		switch {
 		case !ok:
-			changes = append(changes, Change{Type: Added, ID: k, Hook: d.Hook != "", After: d.Content})
+			changes = append(changes, Change{Type: Added, ID: k, Hook: d.Hook != "", Test: d.IsTestHook(), After: d.Content})
 		case o.Content != d.Content:
-			changes = append(changes, Change{Type: Changed, ID: k, Hook: d.Hook != "", Before: o.Content, After: d.Content})
+			changes = append(changes, Change{Type: Changed, ID: k, Hook: d.Hook != "" || o.Hook != "", Test: d.IsTestHook() || o.IsTestHook(), Before: o.Content, After: d.Content})
 		}
 	}
 	for _, d := range before {
 		if k := key(d); !seen[k] {
-			changes = append(changes, Change{Type: Removed, ID: k, Hook: d.Hook != "", Before: d.Content})
+			changes = append(changes, Change{Type: Removed, ID: k, Hook: d.Hook != "", Test: d.IsTestHook(), Before: d.Content})
 		}
 	}
 	return changes
-}
-
-// unchanged reports whether upgrading current with the plan would store a
-// revision identical in what matters: documents, notes, chart and values.
-func unchanged(p *plan, current *release.Release, mode ValuesMode, vals map[string]any) (bool, error) {
-	before, err := releaseDocuments(current)
-	if err != nil {
-		return false, err
-	}
-	if len(compare(before, p.rendered.Documents, current.Namespace)) > 0 || p.rendered.Notes != current.Info.Notes {
-		return false, nil
-	}
-	if !reflect.DeepEqual(current.Chart.Metadata, p.chart.Metadata) {
-		return false, nil
-	}
-	return sameJSON(storedConfig(mode, current, vals), current.Config)
 }
 
 // storedConfig is the release config Helm's upgrade would store.

@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,13 +46,18 @@ func TestDiffGolden(t *testing.T) {
 		InjectorsBefore: []chartify.InjectorRecord{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.0"}, {Name: "log-shipper", Version: "1.0.0", Digest: "sha256:a"}},
 		InjectorsAfter:  []chartify.InjectorRecord{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.1"}, {Name: "log-shipper", Version: "1.1.0", Digest: "sha256:b"}},
 	}
+	res.Reasons = injectorChanges(res.InjectorsBefore, res.InjectorsAfter)
 	for _, tt := range []struct {
 		golden string
 		opts   DiffPrintOptions
 	}{
-		{"diff-api.txt", DiffPrintOptions{Context: 3}},
-		{"diff-api-context1-show-secrets.txt", DiffPrintOptions{Context: 1, ShowSecrets: true}},
+		{"diff-api.txt", DiffPrintOptions{Context: 3, IncludeTests: true}},
+		{"diff-api-context1-show-secrets.txt", DiffPrintOptions{Context: 1, ShowSecrets: true, IncludeTests: true}},
+		// Without --include-tests the test hook is hidden, as in helm-diff,
+		// and a line says that it still counts.
 		{"diff-api-simple-suppress-secrets.txt", DiffPrintOptions{Output: DiffOutputSimple, SuppressSecrets: true}},
+		{"diff-api-suppress-kind-and-lines.txt", DiffPrintOptions{Context: 1, IncludeTests: true, Suppress: []string{"ConfigMap"}, SuppressLines: []*regexp.Regexp{regexp.MustCompile(`image: registry\.example/proxy`)}}},
+		{"diff-api-no-hooks.txt", DiffPrintOptions{Output: DiffOutputSimple, NoHooks: true, IncludeTests: true}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			var out bytes.Buffer
@@ -63,7 +69,7 @@ func TestDiffGolden(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := WriteDiff(&out, res, DiffPrintOptions{Output: DiffOutputJSON}); err != nil {
+	if err := WriteDiff(&out, res, DiffPrintOptions{Output: DiffOutputJSON, IncludeTests: true}); err != nil {
 		t.Fatal(err)
 	}
 	var parsed struct {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -33,6 +35,29 @@ type DiffPrintOptions struct {
 	ShowSecrets bool
 	// SuppressSecrets leaves Secrets out entirely.
 	SuppressSecrets bool
+	// NoHooks leaves hooks out, and test hooks are left out unless
+	// IncludeTests, as helm-diff does by default.
+	NoHooks, IncludeTests bool
+	// Suppress leaves resources of these kinds out (helm-diff's
+	// --suppress).
+	Suppress []string
+	// SuppressLines leaves out changed lines that match one of these
+	// (--suppress-output-line-regex).
+	SuppressLines []*regexp.Regexp
+	// StripTrailingCR ignores carriage returns at the ends of lines.
+	StripTrailingCR bool
+}
+
+// shown reports whether the options print a change.
+func (o DiffPrintOptions) shown(c Change) bool {
+	switch {
+	case c.Hook && o.NoHooks,
+		c.Test && !o.IncludeTests,
+		isSecret(c) && o.SuppressSecrets,
+		slices.Contains(o.Suppress, c.ID.Kind):
+		return false
+	}
+	return true
 }
 
 const (
@@ -44,16 +69,26 @@ const (
 )
 
 // WriteDiff prints a diff result. Nothing is printed when nothing changes.
+// The options only choose what is shown: changes they hide still count
+// (HasChanges, --detailed-exitcode), because apply would still make a
+// revision; a last line says how many were hidden.
 func WriteDiff(w io.Writer, r *DiffResult, o DiffPrintOptions) error {
 	changes := make([]Change, 0, len(r.Changes))
+	hidden := 0
 	for _, c := range r.Changes {
-		if isSecret(c) {
-			if o.SuppressSecrets {
+		if o.StripTrailingCR {
+			c.Before, c.After = stripCR(c.Before), stripCR(c.After)
+			if c.Type == Changed && c.Before == c.After {
+				hidden++
 				continue
 			}
-			if !o.ShowSecrets {
-				c.Before, c.After = maskSecretPair(c.Before, c.After)
-			}
+		}
+		if !o.shown(c) {
+			hidden++
+			continue
+		}
+		if isSecret(c) && !o.ShowSecrets {
+			c.Before, c.After = maskSecretPair(c.Before, c.After)
 		}
 		changes = append(changes, c)
 	}
@@ -71,10 +106,8 @@ func WriteDiff(w io.Writer, r *DiffResult, o DiffPrintOptions) error {
 		return color + s + colorReset
 	}
 	var b bytes.Buffer
-	if r.Installed {
-		for _, line := range injectorChanges(r.InjectorsBefore, r.InjectorsAfter) {
-			fmt.Fprintln(&b, paint(colorBold, line))
-		}
+	for _, line := range r.Reasons {
+		fmt.Fprintln(&b, paint(colorBold, line))
 	}
 	for _, c := range changes {
 		header := fmt.Sprintf("%s, %s, %s (%s) has %s:", c.ID.Namespace, c.ID.Name, c.ID.Kind, c.ID.APIVersion, verb(c.Type))
@@ -85,13 +118,18 @@ func WriteDiff(w io.Writer, r *DiffResult, o DiffPrintOptions) error {
 		if o.Output == DiffOutputSimple {
 			continue
 		}
-		if err := writeUnified(&b, c.Before, c.After, o.Context, paint); err != nil {
+		if err := writeUnified(&b, c.Before, c.After, o.Context, o.SuppressLines, paint); err != nil {
 			return err
 		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&b, "(%d more resource change(s) not shown: hooks, tests without --include-tests, --suppress or --suppress-secrets; apply would still make a new revision)\n", hidden)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+func stripCR(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
 func verb(t ChangeType) string {
 	switch t {
@@ -143,7 +181,7 @@ func versionSuffix(r chartify.InjectorRecord) string {
 }
 
 // writeUnified prints a unified diff of two documents without file headers.
-func writeUnified(w io.Writer, before, after string, context int, paint func(string, string) string) error {
+func writeUnified(w io.Writer, before, after string, context int, suppress []*regexp.Regexp, paint func(string, string) string) error {
 	if before != "" {
 		before += "\n"
 	}
@@ -158,8 +196,10 @@ func writeUnified(w io.Writer, before, after string, context int, paint func(str
 		return err
 	}
 	for _, line := range strings.SplitAfter(text, "\n") {
+		changed := strings.HasPrefix(line, "-") || strings.HasPrefix(line, "+")
 		switch {
 		case line == "", strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "+++ "):
+		case changed && slices.ContainsFunc(suppress, func(re *regexp.Regexp) bool { return re.MatchString(line[1:]) }):
 		case strings.HasPrefix(line, "-"):
 			fmt.Fprint(w, paint(colorRed, strings.TrimSuffix(line, "\n"))+"\n")
 		case strings.HasPrefix(line, "+"):
@@ -188,10 +228,12 @@ func writeDiffJSON(w io.Writer, r *DiffResult, changes []Change) error {
 	out := struct {
 		Release         string                    `json:"release"`
 		Installed       bool                      `json:"installed"`
+		NewRevision     bool                      `json:"newRevision"`
+		Reasons         []string                  `json:"reasons"`
 		InjectorsBefore []chartify.InjectorRecord `json:"injectorsBefore"`
 		InjectorsAfter  []chartify.InjectorRecord `json:"injectorsAfter"`
 		Changes         []jsonChange              `json:"changes"`
-	}{Release: r.Release, Installed: r.Installed, InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
+	}{Release: r.Release, Installed: r.Installed, NewRevision: r.HasChanges(), Reasons: append([]string{}, r.Reasons...), InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
 	for _, c := range changes {
 		out.Changes = append(out.Changes, jsonChange{
 			Change: c.Type, APIVersion: c.ID.APIVersion, Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name,

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"
@@ -21,7 +24,6 @@ import (
 type Template struct {
 	Namespace   string
 	KubeVersion string
-	APIVersions []string
 	IsUpgrade   bool
 	// SkipSchemaValidation skips values.schema.json.
 	SkipSchemaValidation bool
@@ -29,6 +31,14 @@ type Template struct {
 	Pipeline  *inject.Pipeline
 	InjectDir string
 	KeepChart string
+	Render    RenderFlags
+
+	// Cluster, when set (--validate, --dry-run=server), renders with the
+	// cluster's capabilities and live lookups instead of offline ones.
+	Cluster *action.Configuration
+	// Validate also builds the result against the cluster's API, as an
+	// install would (--validate); it needs Cluster.
+	Validate bool
 }
 
 // Run renders src as release name with the user's values.
@@ -38,8 +48,15 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 		Namespace:            t.Namespace,
 		Revision:             1,
 		IsUpgrade:            t.IsUpgrade,
-		Capabilities:         chartify.OfflineCapabilities(t.KubeVersion, t.APIVersions),
+		Capabilities:         chartify.OfflineCapabilities(t.KubeVersion, t.Render.APIVersions),
 		SkipSchemaValidation: t.SkipSchemaValidation,
+		EnableDNS:            t.Render.EnableDNS,
+		SubNotes:             t.Render.SubNotes,
+	}
+	if t.Cluster != nil {
+		if err := t.connect(name, &opts); err != nil {
+			return nil, err
+		}
 	}
 	tc, r, err := BuildChart(ctx, name, src, vals, opts, t.Pipeline, nil, t.InjectDir)
 	if err != nil {
@@ -48,7 +65,49 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 	if err := keepChart(name, tc, t.KeepChart); err != nil {
 		return nil, err
 	}
+	if t.Render.PostRenderer != nil {
+		if _, err := postRender(r, t.Render.PostRenderer); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
+	if t.Validate {
+		var b strings.Builder
+		for _, d := range r.Documents {
+			if !d.Empty() {
+				fmt.Fprintf(&b, "---\n%s\n", d.Content)
+			}
+		}
+		if _, err := t.Cluster.KubeClient.Build(strings.NewReader(b.String()), true); err != nil {
+			return nil, fmt.Errorf("release %q: validating against the cluster: %w", name, err)
+		}
+	}
 	return r, nil
+}
+
+// connect renders with the cluster's capabilities (the user's
+// --kube-version and --api-versions still apply) and live lookups.
+func (t *Template) connect(name string, opts *chartify.RenderOptions) error {
+	dc, err := t.Cluster.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	caps, err := chartify.ClusterCapabilities(dc)
+	if err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	if t.KubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(t.KubeVersion)
+		if err != nil {
+			return fmt.Errorf("--kube-version %q: %w", t.KubeVersion, err)
+		}
+		caps.KubeVersion = *kv
+	}
+	caps.APIVersions = append(caps.APIVersions, t.Render.APIVersions...)
+	opts.Capabilities = caps
+	if opts.RESTConfig, err = t.Cluster.RESTClientGetter.ToRESTConfig(); err != nil {
+		return fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	return nil
 }
 
 // PrintOptions select what WriteManifests prints, with `helm template`'s
@@ -57,6 +116,9 @@ type PrintOptions struct {
 	IncludeCRDs  bool
 	DisableHooks bool
 	SkipTests    bool
+	// HideSecret prints Secrets of the manifest as a comment, as helm's
+	// --hide-secret does.
+	HideSecret bool
 	// ShowOnly keeps only documents whose source matches one of these
 	// template paths or globs (relative to the chart, as in
 	// "templates/web.yaml").
@@ -129,6 +191,9 @@ func selectDocs(r *chartify.Rendered, o PrintOptions) ([]manifest.Document, erro
 	for _, d := range r.Documents {
 		if d.Hook != "" && (o.DisableHooks || (o.SkipTests && d.IsTestHook())) {
 			continue
+		}
+		if o.HideSecret && d.Hook == "" && d.ID.Kind == "Secret" && d.ID.APIVersion == "v1" {
+			d.Content = "# HIDDEN: The Secret output has been suppressed"
 		}
 		docs = append(docs, d)
 	}

@@ -3,12 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/cli"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
+	"github.com/helm-inject/helm-inject/manifest"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -44,6 +46,14 @@ type applyFlags struct {
 	force         bool
 	cleanupOnFail bool
 	noOpenAPI     bool
+	dryRunMode    string
+	takeOwnership bool
+	labels        map[string]string
+	hideNotes     bool
+	hideSecret    bool
+	recreate      bool
+	output        string
+	render        renderFlags
 }
 
 func (a *applyFlags) add(cmd *cobra.Command) {
@@ -57,13 +67,21 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.atomic, "atomic", false, "roll back (or uninstall, on a first install) if the operation fails; sets --wait")
 	f.IntVar(&a.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release; 0 for no limit")
 	f.StringVar(&a.description, "description", "", "add a custom description")
-	f.BoolVar(&a.dryRun, "dry-run", false, "simulate: render, inject and validate, then print what would be installed")
+	addDryRun(f, &a.dryRunMode, "simulate: render, inject and validate, then print what would be installed; --dry-run or =client, =server (lookups reach the cluster either way), =none for a real apply")
 	f.BoolVar(&a.noHooks, "no-hooks", false, "do not run hooks")
 	f.BoolVar(&a.skipCRDs, "skip-crds", false, "do not install CRDs on a first install")
 	f.BoolVar(&a.forceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
 	f.BoolVar(&a.force, "force", false, "force resource updates through a replacement strategy (helm's --force)")
 	f.BoolVar(&a.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
 	f.BoolVar(&a.noOpenAPI, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
+	f.BoolVar(&a.takeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
+	f.StringToStringVarP(&a.labels, "labels", "l", nil, "labels added to the release metadata, merged with the last revision's (a label set to null is removed)")
+	f.BoolVar(&a.hideNotes, "hide-notes", false, "do not print the notes (they are still stored in the release)")
+	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
+	f.BoolVar(&a.recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
+	f.StringVarP(&a.output, "output", "o", "table", "print the result as table, json or yaml (the release object, as helm does)")
+	a.render.add(f, true)
+	noop(f, "adopt", "", noopString(), "helm-x's --adopt (helmfile's adopt:); use --take-ownership, which adopts every existing resource")
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -99,6 +117,17 @@ func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
 }
 
 func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
+	a.dryRun = a.dryRunMode != ""
+	if a.hideSecret && !a.dryRun {
+		return fmt.Errorf("--hide-secret needs --dry-run (as in helm)")
+	}
+	if err := checkOutput(a.output); err != nil {
+		return err
+	}
+	rf, err := a.render.flags(nil)
+	if err != nil {
+		return fmt.Errorf("release %q: %w", args[0], err)
+	}
 	l, err := a.load(cmd, settings, args)
 	if err != nil {
 		return err
@@ -121,17 +150,28 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.Pipeline = l.pipeline
 	ap.InjectDir = a.injectDir
 	ap.KeepChart = a.keepChart
+	ap.TakeOwnership, ap.Labels, ap.Recreate = a.takeOwnership, a.labels, a.recreate
+	ap.Render = rf
 
 	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)
 	if err != nil {
 		return err
 	}
-	return printRelease(cmd.OutOrStdout(), res, a.dryRun)
+	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.dryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
 }
 
-// printRelease reports the outcome like helm install/upgrade do.
-func printRelease(w io.Writer, res *release.Result, dryRun bool) error {
+type printReleaseOptions struct {
+	dryRun, hideNotes, hideSecret bool
+	output                        string
+}
+
+// printRelease reports the outcome like helm install/upgrade do; -o json
+// and -o yaml print the release object instead, as helm does.
+func printRelease(w io.Writer, res *release.Result, o printReleaseOptions) error {
 	rel := res.Release
+	if done, err := writeStructured(w, o.output, rel); done {
+		return err
+	}
 	if res.Unchanged {
 		fmt.Fprintf(w, "Release %q has no changes; it stays at revision %d.\n", rel.Name, rel.Version)
 		return nil
@@ -140,16 +180,34 @@ func printRelease(w io.Writer, res *release.Result, dryRun bool) error {
 	if res.Installed {
 		verb = "installed"
 	}
-	if dryRun {
-		fmt.Fprintf(w, "Release %q would be %s (dry run). Manifest:\n%s", rel.Name, verb, rel.Manifest)
+	if o.dryRun {
+		m := rel.Manifest
+		if o.hideSecret {
+			m = hideSecrets(m)
+		}
+		fmt.Fprintf(w, "Release %q would be %s (dry run). Manifest:\n%s", rel.Name, verb, m)
 		return nil
 	}
 	fmt.Fprintf(w, "Release %q has been %s.\n", rel.Name, verb)
-	printStatus(w, rel)
+	printStatus(w, rel, o.hideNotes)
 	return nil
 }
 
-func printStatus(w io.Writer, rel *helmrelease.Release) {
+// hideSecrets replaces each Secret of a release manifest by helm's
+// --hide-secret comment.
+func hideSecrets(m string) string {
+	var b strings.Builder
+	for _, part := range manifest.Split(m) {
+		source, body, _ := strings.Cut(part, "\n")
+		if d, err := manifest.Parse("", body); err == nil && d.ID.Kind == "Secret" && d.ID.APIVersion == "v1" {
+			body = "# HIDDEN: The Secret output has been suppressed"
+		}
+		fmt.Fprintf(&b, "---\n%s\n%s\n", source, body)
+	}
+	return b.String()
+}
+
+func printStatus(w io.Writer, rel *helmrelease.Release, hideNotes bool) {
 	fmt.Fprintf(w, "NAME: %s\n", rel.Name)
 	if !rel.Info.LastDeployed.IsZero() {
 		fmt.Fprintf(w, "LAST DEPLOYED: %s\n", rel.Info.LastDeployed.Format(time.ANSIC))
@@ -158,7 +216,7 @@ func printStatus(w io.Writer, rel *helmrelease.Release) {
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		fmt.Fprintf(w, "CHART: %s-%s\n", rel.Chart.Metadata.Name, rel.Chart.Metadata.Version)
 	}
-	if rel.Info.Notes != "" {
+	if rel.Info.Notes != "" && !hideNotes {
 		fmt.Fprintf(w, "NOTES:\n%s\n", rel.Info.Notes)
 	}
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"regexp"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -23,14 +25,19 @@ helm-diff's spelling.`
 
 type diffFlags struct {
 	releaseInputs
-	unreleased   bool
-	detailedExit bool
-	print        release.DiffPrintOptions
-	output       string
-	color        bool
-	noColor      bool
-	kubeVersion  string
-	noValidation bool
+	unreleased    bool
+	install       bool
+	detailedExit  bool
+	print         release.DiffPrintOptions
+	output        string
+	color         bool
+	noColor       bool
+	kubeVersion   string
+	noValidation  bool
+	suppressLines []string
+	apiVersions   []string
+	dryRunMode    string
+	render        renderFlags
 }
 
 func (d *diffFlags) add(cmd *cobra.Command) {
@@ -41,12 +48,27 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.IntVarP(&d.print.Context, "context", "C", 3, "lines of unchanged context around each change")
 	f.StringVar(&d.output, "output", "diff", "output format: diff, simple (names only) or json")
 	f.BoolVar(&d.print.ShowSecrets, "show-secrets", false, "show Secret values instead of masking them")
-	f.BoolVar(&d.print.SuppressSecrets, "suppress-secrets", false, "leave Secrets out of the output")
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
 	f.StringVar(&d.kubeVersion, "kube-version", "", "Kubernetes version for .Capabilities.KubeVersion (default: the server's)")
 	f.BoolVar(&d.noValidation, "disable-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
 	f.BoolVar(&d.noValidation, "disable-openapi-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
+	f.BoolVar(&d.install, "install", false, "same as --allow-unreleased (helm-diff's spelling for helm upgrade --install)")
+	f.BoolVarP(&d.print.SuppressSecrets, "suppress-secrets", "q", false, "leave Secrets out of the output")
+	f.BoolVar(&d.print.NoHooks, "no-hooks", false, "leave hooks out of the output (they still count for --detailed-exitcode)")
+	f.BoolVar(&d.print.IncludeTests, "include-tests", false, "show changes of helm test hooks too (hidden by default, as in helm-diff; they always count for --detailed-exitcode)")
+	f.StringArrayVar(&d.print.Suppress, "suppress", nil, "leave resources of this kind out of the output (repeatable)")
+	f.StringArrayVar(&d.suppressLines, "suppress-output-line-regex", nil, "leave changed lines matching this regular expression out of the output (repeatable)")
+	f.BoolVar(&d.print.StripTrailingCR, "strip-trailing-cr", false, "ignore carriage returns at the ends of lines")
+	f.StringSliceVarP(&d.apiVersions, "api-versions", "a", nil, "Kubernetes api versions added to Capabilities.APIVersions")
+	d.render.add(f, false)
+	addDryRun(f, &d.dryRunMode, "--dry-run=server is how diff always works (lookups reach the cluster); client (no cluster) is refused: use helm-inject template")
+	noop(f, "normalize-manifests", "", noopBool(), "both sides are compared as documents after Helm's own rendering, not as raw text")
+	noop(f, "find-renames", "D", noopString(), "resources are paired by kind, namespace and name; a renamed one shows as removed and added")
+	noop(f, "take-ownership", "", noopBool(), "the diff is against the release record; resources an apply would take over show as added")
+	refuse(f, "three-way-merge", "", true, "diff compares with the release record; use kubectl diff for the live objects")
+	refuse(f, "suppress-annotation", "", false, "use --suppress-output-line-regex")
+	refuse(f, "suppress-label", "", false, "use --suppress-output-line-regex")
 }
 
 func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -73,6 +95,25 @@ func diffCommand(settings *cli.EnvSettings, use, short string) *cobra.Command {
 }
 
 func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
+	if d.dryRunMode == "client" {
+		return errors.New("diff --dry-run=client (no cluster) is not supported: use helm-inject template to render without a cluster")
+	}
+	switch release.DiffOutput(d.output) {
+	case release.DiffOutputDiff, release.DiffOutputSimple, release.DiffOutputJSON:
+	default:
+		return fmt.Errorf("unknown --output %q (want diff, simple or json; helm-diff's template and dyff are not supported)", d.output)
+	}
+	for _, expr := range d.suppressLines {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return fmt.Errorf("--suppress-output-line-regex %q: %w", expr, err)
+		}
+		d.print.SuppressLines = append(d.print.SuppressLines, re)
+	}
+	rf, err := d.render.flags(d.apiVersions)
+	if err != nil {
+		return fmt.Errorf("release %q: %w", args[0], err)
+	}
 	l, err := d.load(cmd, settings, args)
 	if err != nil {
 		return err
@@ -81,7 +122,8 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	df.Namespace = settings.Namespace()
 	df.ValuesMode = l.valuesMode
 	df.SkipSchemaValidation = d.skipSchema
-	df.AllowUnreleased = d.unreleased
+	df.AllowUnreleased = d.unreleased || d.install
+	df.Render = rf
 	df.Pipeline = l.pipeline
 	df.InjectDir = d.injectDir
 	df.Reconcile, df.UpdateInjectors = l.strategy, d.updateInj

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
+	"helm.sh/helm/v3/pkg/downloader"
 	"helm.sh/helm/v3/pkg/getter"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -28,9 +29,10 @@ import (
 
 // chartFlags are Helm's flags for finding a chart and setting its values.
 type chartFlags struct {
-	values values.Options
-	path   action.ChartPathOptions
-	devel  bool
+	values    values.Options
+	path      action.ChartPathOptions
+	devel     bool
+	depUpdate bool
 }
 
 func (c *chartFlags) add(f *pflag.FlagSet) {
@@ -53,6 +55,25 @@ func (c *chartFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&c.path.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
 	f.BoolVar(&c.path.Verify, "verify", false, "verify the package before using it")
 	f.StringVar(&c.path.Keyring, "keyring", defaultKeyring(), "location of public keys used for verification")
+	f.BoolVar(&c.depUpdate, "dependency-update", false, "for a chart folder, update its dependencies if they are missing before rendering (as helm)")
+}
+
+// updateDependencies runs helm's dependency update on a chart folder
+// (--dependency-update); chartify.Load calls it when dependencies are
+// missing.
+func (c *chartFlags) updateDependencies(settings *cli.EnvSettings, rc *registry.Client, out io.Writer) func(string) error {
+	if !c.depUpdate {
+		return nil
+	}
+	return func(dir string) error {
+		man := &downloader.Manager{
+			Out: out, ChartPath: dir, Keyring: c.path.Keyring,
+			Getters: getter.All(settings), RegistryClient: rc,
+			RepositoryConfig: settings.RepositoryConfig, RepositoryCache: settings.RepositoryCache,
+			Debug: settings.Debug,
+		}
+		return man.Update()
+	}
 }
 
 func defaultKeyring() string {
@@ -78,7 +99,10 @@ func (c *chartFlags) load(ctx context.Context, settings *cli.EnvSettings, ref st
 	}
 	done := make(chan loaded, 1)
 	go func() {
-		ch, _, err := chartify.Load(ref, chartify.LoadOptions{PathOptions: c.path, Devel: c.devel, Settings: settings, RegistryClient: rc})
+		ch, _, err := chartify.Load(ref, chartify.LoadOptions{
+			PathOptions: c.path, Devel: c.devel, Settings: settings, RegistryClient: rc,
+			UpdateDependencies: c.updateDependencies(settings, rc, stderr),
+		})
 		done <- loaded{ch, err}
 	}()
 	var ch *chart.Chart

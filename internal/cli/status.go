@@ -33,6 +33,15 @@ func readSetup(cmd *cobra.Command, settings *cli.EnvSettings, library string) (*
 	return lib, cfg, err
 }
 
+// checkOutput refuses an unknown -o before anything runs.
+func checkOutput(format string) error {
+	_, err := writeStructured(io.Discard, format, nil)
+	if format == "json" || format == "yaml" {
+		return nil
+	}
+	return err
+}
+
 func writeStructured(w io.Writer, format string, v any) (bool, error) {
 	switch format {
 	case "json":

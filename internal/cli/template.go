@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/cli"
@@ -22,12 +23,15 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	var (
 		chart       chartFlags
 		injectors   injectFlags
+		render      renderFlags
 		t           release.Template
 		print       release.PrintOptions
 		apiVersions []string
 		showOnly    []string
 		outputDir   string
 		injectDir   string
+		useName     bool
+		dryRunMode  string
 	)
 	cmd := &cobra.Command{
 		Use:   "template NAME CHART",
@@ -39,12 +43,21 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("release %q: %w", args[0], err)
 			}
+			if t.Render, err = render.flags(apiVersions); err != nil {
+				return fmt.Errorf("release %q: %w", args[0], err)
+			}
 			src, vals, err := chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr())
 			if err != nil {
 				return fmt.Errorf("release %q: %w", args[0], err)
 			}
+			if t.Validate || dryRunMode == "server" {
+				// As helm template: --validate and --dry-run=server talk to
+				// the cluster, for its capabilities and live lookups.
+				if t.Cluster, err = release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr())); err != nil {
+					return err
+				}
+			}
 			t.Namespace = settings.Namespace()
-			t.APIVersions = splitComma(apiVersions)
 			t.Pipeline = p
 			t.InjectDir = injectDir
 			r, err := t.Run(cmd.Context(), args[0], src, vals)
@@ -53,6 +66,9 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 			}
 			print.ShowOnly = splitComma(showOnly)
 			if outputDir != "" {
+				if useName {
+					outputDir = filepath.Join(outputDir, args[0])
+				}
 				return release.WriteManifestsToDir(outputDir, r, print)
 			}
 			return release.WriteManifests(cmd.OutOrStdout(), r, print)
@@ -61,6 +77,7 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	f := cmd.Flags()
 	chart.add(f)
 	injectors.add(f)
+	render.add(f, false)
 	f.StringVar(&injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.StringVar(&t.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
 	f.StringSliceVarP(&apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions")
@@ -68,10 +85,25 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	f.BoolVar(&print.IncludeCRDs, "include-crds", false, "include CRDs in the templated output")
 	f.BoolVar(&print.DisableHooks, "no-hooks", false, "prevent hooks from being printed")
 	f.BoolVar(&print.SkipTests, "skip-tests", false, "skip tests from templated output")
+	f.BoolVar(&print.HideSecret, "hide-secret", false, "print Secrets of the manifest as a comment")
 	f.StringArrayVarP(&showOnly, "show-only", "s", nil, "only show manifests rendered from the given templates")
 	f.StringVar(&outputDir, "output-dir", "", "write the manifests to files in this folder instead of stdout")
+	f.BoolVar(&useName, "release-name", false, "with --output-dir, write into a folder named after the release")
 	f.BoolVar(&t.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
 	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it")
+	f.BoolVar(&t.Validate, "validate", false, "render with the cluster's capabilities and live lookups, and validate the result against the cluster's API, as an install would")
+	addDryRun(f, &dryRunMode, "--dry-run=server renders with the cluster's capabilities and live lookups, as helm template does; client and none render offline")
+	// helm template accepts every install flag; these change what an
+	// install does, not what it renders.
+	notInstalled := "template installs nothing"
+	for _, name := range []string{"create-namespace", "wait", "wait-for-jobs", "atomic", "force", "replace", "disable-openapi-validation", "take-ownership", "hide-notes", "skip-crds", "render-subchart-notes"} {
+		noop(f, name, "", noopBool(), notInstalled)
+	}
+	noop(f, "timeout", "", noopDuration(), notInstalled)
+	noop(f, "description", "", noopString(), notInstalled)
+	noop(f, "labels", "l", noopString(), notInstalled)
+	refuse(f, "generate-name", "g", true, "give the release NAME as the first argument")
+	refuse(f, "name-template", "", false, "give the release NAME as the first argument")
 	return cmd
 }
 

@@ -1,0 +1,120 @@
+package release
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+
+	"helm.sh/helm/v3/pkg/release"
+)
+
+// revisionInputs are what, besides the plan, decides whether an apply
+// stores a new revision.
+type revisionInputs struct {
+	valuesMode ValuesMode
+	// vals are the user's values (what Helm stores as the release config).
+	vals map[string]any
+	// labels are --labels: merged into the newest revision's labels, as
+	// Helm's upgrade does.
+	labels       map[string]string
+	forceUpgrade bool
+}
+
+// revisionDecision is what applying a plan would change.
+type revisionDecision struct {
+	// Changes are the resources (manifests and hooks) that differ from the
+	// deployed revision; every resource when the release is installed.
+	Changes []Change
+	// Reasons are the other differences that make a new revision: an
+	// install, a failed newest revision, injectors, chart metadata, values,
+	// labels.
+	Reasons []string
+}
+
+// newRevision reports whether anything would change.
+func (d revisionDecision) newRevision() bool { return len(d.Changes) > 0 || len(d.Reasons) > 0 }
+
+// decideRevision is the one place that decides whether applying p stores a
+// new revision: Apply skips the upgrade when it finds nothing, and Diff's
+// --detailed-exitcode reports exactly what it finds, so the two always
+// agree.
+//
+// Rendered notes are not compared: they are shown to the user, not applied
+// to the cluster, and a NOTES.txt that prints .Release.Revision would
+// otherwise make every apply a new revision (see docs/diff.md).
+func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
+	var d revisionDecision
+	current := p.current
+	if current == nil {
+		d.Changes = compare(nil, p.rendered.Documents, p.namespace)
+		d.Reasons = append(d.Reasons, "the release does not exist yet: apply installs it")
+		return d, nil
+	}
+	before, err := releaseDocuments(current)
+	if err != nil {
+		return d, fmt.Errorf("reading revision %d: %w", current.Version, err)
+	}
+	d.Changes = compare(before, p.rendered.Documents, current.Namespace)
+	if in.forceUpgrade {
+		d.Reasons = append(d.Reasons, "--force-upgrade: apply upgrades even without changes")
+	}
+	// After a failed or interrupted upgrade the cluster may hold a part of
+	// it, so even the same inputs are applied again.
+	if p.last != nil && (p.last.Version != current.Version || current.Info.Status != release.StatusDeployed) {
+		d.Reasons = append(d.Reasons, fmt.Sprintf("the newest revision %d is %s: apply applies again", p.last.Version, p.last.Info.Status))
+	}
+	d.Reasons = append(d.Reasons, metadataReasons(current, p, len(d.Changes) > 0)...)
+	same, err := sameJSON(storedConfig(in.valuesMode, current, in.vals), current.Config)
+	if err != nil {
+		return d, err
+	}
+	if !same {
+		d.Reasons = append(d.Reasons, "the release values change (see helm get values)")
+	}
+	if len(in.labels) > 0 {
+		last := current
+		if p.last != nil {
+			last = p.last
+		}
+		if merged := mergeLabels(last.Labels, in.labels); !maps.Equal(merged, last.Labels) && !(len(merged) == 0 && len(last.Labels) == 0) {
+			d.Reasons = append(d.Reasons, "the release labels change (--labels)")
+		}
+	}
+	return d, nil
+}
+
+// metadataReasons describes how the temporary chart's metadata differs
+// from the deployed revision's: injector versions and parameters, the
+// chart's name and version, or (when no resource changes explain it) any
+// other Chart.yaml field or annotation.
+func metadataReasons(current *release.Release, p *plan, resourcesChanged bool) []string {
+	was, now := current.Chart.Metadata, p.chart.Metadata
+	if reflect.DeepEqual(was, now) {
+		return nil
+	}
+	reasons := injectorChanges(injectorRecords(was.Annotations), injectorRecords(now.Annotations))
+	if was.Name != now.Name || was.Version != now.Version || was.AppVersion != now.AppVersion {
+		reasons = append(reasons, fmt.Sprintf("chart %s-%s (app %s) → %s-%s (app %s)", was.Name, was.Version, was.AppVersion, now.Name, now.Version, now.AppVersion))
+	}
+	if len(reasons) == 0 && !resourcesChanged {
+		reasons = append(reasons, "the chart's metadata changes (Chart.yaml fields or helm-inject annotations)")
+	}
+	return reasons
+}
+
+// mergeLabels is Helm's mergeCustomLabels: desired over current, and a
+// label set to "null" removed.
+func mergeLabels(current, desired map[string]string) map[string]string {
+	out := maps.Clone(current)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range desired {
+		if v == "null" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
