@@ -53,6 +53,7 @@ type applyFlags struct {
 	hideSecret    bool
 	recreate      bool
 	output        string
+	adopt         []string
 	render        renderFlags
 }
 
@@ -81,7 +82,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
 	f.StringVarP(&a.output, "output", "o", "table", "print the result as table, json or yaml (the release object, as helm does)")
 	a.render.add(f, true)
-	noop(f, "adopt", "", noopString(), "helm-x's --adopt (helmfile's adopt:); use --take-ownership, which adopts every existing resource")
+	f.StringArrayVar(&a.adopt, "adopt", nil, "helm-x's --adopt KIND/NAME (helmfile's adopt:): take ownership of existing resources, as --take-ownership does for every resource")
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -97,6 +98,7 @@ func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
 		},
 	}
 	a.add(cmd)
+	noop(cmd.Flags(), "install", "i", noopBool(), "apply always installs a release that does not exist yet")
 	return cmd
 }
 
@@ -150,7 +152,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.Pipeline = l.pipeline
 	ap.InjectDir = a.injectDir
 	ap.KeepChart = a.keepChart
-	ap.TakeOwnership, ap.Labels, ap.Recreate = a.takeOwnership, a.labels, a.recreate
+	ap.TakeOwnership, ap.Labels, ap.Recreate = a.takeOwnership || len(a.adopt) > 0, a.labels, a.recreate
 	ap.Render = rf
 
 	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)

@@ -66,6 +66,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	noop(f, "normalize-manifests", "", noopBool(), "both sides are compared as documents after Helm's own rendering, not as raw text")
 	noop(f, "find-renames", "D", noopString(), "resources are paired by kind, namespace and name; a renamed one shows as removed and added")
 	noop(f, "take-ownership", "", noopBool(), "the diff is against the release record; resources an apply would take over show as added")
+	noop(f, "adopt", "", noopString(), "the diff is against the release record; resources an apply would adopt show as added")
 	refuse(f, "three-way-merge", "", true, "diff compares with the release record; use kubectl diff for the live objects")
 	refuse(f, "suppress-annotation", "", false, "use --suppress-output-line-regex")
 	refuse(f, "suppress-label", "", false, "use --suppress-output-line-regex")

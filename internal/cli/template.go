@@ -102,6 +102,7 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	noop(f, "timeout", "", noopDuration(), notInstalled)
 	noop(f, "description", "", noopString(), notInstalled)
 	noop(f, "labels", "l", noopString(), notInstalled)
+	noop(f, "adopt", "", noopString(), notInstalled)
 	refuse(f, "generate-name", "g", true, "give the release NAME as the first argument")
 	refuse(f, "name-template", "", false, "give the release NAME as the first argument")
 	return cmd

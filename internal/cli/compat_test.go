@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/compatibility.md")
+
+// The flags helmfile v1.8.0 emits for each of the three commands it sends
+// to its helm binary, read from its source (pkg/state/state.go:
+// flagsForUpgrade, flagsForTemplate, flagsForDiff, commonDiffFlags,
+// namespaceAndValuesFlags, appendValuesControlModeFlag; pkg/state/helmx.go;
+// pkg/helmexec/exec.go: SyncRelease, TemplateRelease, DiffRelease) with a
+// helm 3 binary. e2e/compat_test.go holds this list to that source: every
+// "--flag" literal there is either here or in HelmfileOtherCommands.
+var helmfileEmits = map[string][]string{
+	"upgrade": {"install", "version", "devel", "enable-dns", "wait", "wait-for-jobs", "verify", "keyring", "timeout",
+		"force", "recreate-pods", "atomic", "cleanup-on-fail", "create-namespace", "disable-openapi-validation",
+		"kube-context", "kubeconfig", "plain-http", "insecure-skip-tls-verify", "adopt", "labels", "post-renderer",
+		"post-renderer-args", "description", "skip-schema-validation", "hide-notes", "take-ownership", "namespace",
+		"values", "set", "set-string", "set-file", "skip-crds", "reuse-values", "reset-values", "history-max"},
+	"template": {"version", "devel", "adopt", "enable-dns", "post-renderer", "post-renderer-args", "api-versions",
+		"kube-version", "plain-http", "insecure-skip-tls-verify", "show-only", "skip-schema-validation", "kube-context",
+		"kubeconfig", "namespace", "values", "set", "set-string", "set-file", "output-dir", "validate", "include-crds",
+		"no-hooks", "skip-tests", "dry-run"},
+	"diff": {"allow-unreleased", "version", "devel", "enable-dns", "disable-openapi-validation", "disable-validation",
+		"api-versions", "kube-version", "kube-context", "kubeconfig", "insecure-skip-tls-verify", "adopt", "post-renderer",
+		"post-renderer-args", "skip-schema-validation", "suppress-output-line-regex", "take-ownership", "namespace",
+		"values", "set", "set-string", "set-file", "reuse-values", "reset-values", "detailed-exitcode",
+		"strip-trailing-cr", "include-tests", "suppress", "suppress-secrets", "show-secrets", "no-hooks", "no-color",
+		"color", "context", "output", "dry-run"},
+}
+
+// HelmfileOtherCommands are "--flag" literals of helmfile's pkg/state that
+// it passes to other helm commands (list, test, pull, delete, the OCI
+// pull), or only to a helm 4 binary, never to upgrade, template or diff
+// with helm 3.
+var HelmfileOtherCommands = []string{"cascade", "server-side", "ca-file", "cert-file", "key-file", "registry-config",
+	"debug", "deployed", "failed", "pending", "uninstalling", "logs", "failfast", "file", "untar", "untardir",
+	"force-conflicts", "force-replace", "rollback-on-failure"}
+
+// helmDiffUpgrade are the flags of helm-diff's `diff upgrade` (v3.11+,
+// cmd/upgrade.go and cmd/options.go of databus23/helm-diff, plus its root
+// command's --color/--no-color and the newer --suppress-output-line-regex).
+var helmDiffUpgrade = []string{"kubeconfig", "three-way-merge", "version", "repo", "detailed-exitcode", "api-versions",
+	"kube-version", "values", "set", "set-string", "set-literal", "set-json", "set-file", "reuse-values", "reset-values",
+	"reset-then-reuse-values", "allow-unreleased", "install", "no-hooks", "include-tests", "devel", "disable-validation",
+	"disable-openapi-validation", "dry-run", "enable-dns", "skip-schema-validation", "post-renderer", "post-renderer-args",
+	"insecure-skip-tls-verify", "normalize-manifests", "take-ownership", "suppress-secrets", "show-secrets",
+	"suppress-annotation", "suppress-label", "suppress", "context", "output", "strip-trailing-cr", "find-renames",
+	"suppress-output-line-regex", "color", "no-color"}
+
+// helmFlags reads the flags helm v3's `upgrade` and `template` register,
+// from the helm module this project builds with, so the table cannot
+// drift from the helm it imitates.
+func helmFlags(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "helm.sh/helm/v3").Output()
+	if err != nil {
+		t.Fatalf("finding helm's source: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "cmd", "helm")
+	read := func(name, from string) []string {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if from != "" {
+			text = text[strings.Index(text, from):]
+			text = text[:strings.Index(text[1:], "\nfunc ")+1]
+		}
+		var names []string
+		for _, m := range regexp.MustCompile(`(?m)^\s*f\.[A-Za-z]+\([^"\n]*"([a-z][a-z0-9-]*)"`).FindAllStringSubmatch(text, -1) {
+			names = append(names, m[1])
+		}
+		return names
+	}
+	common := append(read("flags.go", "func addValueOptionsFlags"), read("flags.go", "func addChartPathOptionsFlags")...)
+	postRender := []string{"post-renderer", "post-renderer-args"}
+	upgrade := append(append(read("upgrade.go", "func newUpgradeCmd"), common...), append(postRender, "output")...)
+	template := append(append(read("install.go", "func addInstallFlags"), read("template.go", "func newTemplateCmd")...), append(common, postRender...)...)
+	if len(upgrade) < 40 || len(template) < 40 || !slices.Contains(upgrade, "take-ownership") || !slices.Contains(template, "validate") {
+		t.Fatalf("reading helm's flags went wrong: upgrade %v, template %v", upgrade, template)
+	}
+	return map[string][]string{"upgrade": upgrade, "template": template}
+}
+
+// compatSources is, per helm-inject command, which outside flag sets it
+// must accept.
+func compatSources(t *testing.T) map[string]map[string][]string {
+	helm := helmFlags(t)
+	return map[string]map[string][]string{
+		"upgrade":      {"helm upgrade": helm["upgrade"], "helmfile": helmfileEmits["upgrade"]},
+		"apply":        {"helm upgrade": helm["upgrade"], "helmfile": helmfileEmits["upgrade"]},
+		"template":     {"helm template": helm["template"], "helmfile": helmfileEmits["template"]},
+		"diff upgrade": {"helm-diff": helmDiffUpgrade, "helmfile": helmfileEmits["diff"]},
+	}
+}
+
+func findCommand(t *testing.T, path string) *cobra.Command {
+	t.Helper()
+	root := newRootCommand(nil, io.Discard, io.Discard)
+	cmd, _, err := root.Find(strings.Fields(path))
+	if err != nil || cmd == root {
+		t.Fatalf("no command %q: %v", path, err)
+	}
+	return cmd
+}
+
+// support says how a command takes a flag: "implemented", "no-op: ..." or
+// "refused: ...", or "" when it does not know it.
+func support(cmd *cobra.Command, name string) string {
+	f := cmd.Flag(name)
+	if f == nil {
+		return ""
+	}
+	if a := f.Annotations[compatAnnotation]; len(a) > 0 {
+		return a[0]
+	}
+	return "implemented"
+}
+
+// TestFlagParity: every flag helm, helm-diff and helmfile pass to these
+// commands is known, and none that helmfile can emit is refused.
+func TestFlagParity(t *testing.T) {
+	for path, sources := range compatSources(t) {
+		cmd := findCommand(t, path)
+		for source, flags := range sources {
+			for _, name := range flags {
+				s := support(cmd, name)
+				switch {
+				case s == "":
+					t.Errorf("%s: --%s (from %s) is unknown", path, name, source)
+				case source == "helmfile" && strings.HasPrefix(s, "refused"):
+					t.Errorf("%s: --%s is emitted by helmfile but refused (%s)", path, name, s)
+				}
+			}
+		}
+	}
+}
+
+// TestCompatibilityDoc generates docs/compatibility.md's tables from the
+// commands themselves; run with -update after changing a flag.
+func TestCompatibilityDoc(t *testing.T) {
+	var b bytes.Buffer
+	for _, path := range []string{"apply", "template", "diff upgrade"} {
+		cmd := findCommand(t, path)
+		sources := compatSources(t)[path]
+		origin := map[string][]string{}
+		for source, flags := range sources {
+			for _, f := range flags {
+				origin[f] = append(origin[f], source)
+			}
+		}
+		fmt.Fprintf(&b, "\n### helm-inject %s\n\n| flag | passed by | helm-inject |\n|---|---|---|\n", path)
+		for _, name := range slices.Sorted(func(yield func(string) bool) {
+			for f := range origin {
+				if !yield(f) {
+					return
+				}
+			}
+		}) {
+			srcs := origin[name]
+			slices.Sort(srcs)
+			srcs = slices.Compact(srcs)
+			fmt.Fprintf(&b, "| `--%s` | %s | %s |\n", name, strings.Join(srcs, ", "), support(cmd, name))
+		}
+	}
+	const begin, end = "<!-- flag tables: generated by go test ./internal/cli -run TestCompatibilityDoc -update -->\n", "<!-- end of flag tables -->\n"
+	doc := filepath.Join("..", "..", "docs", "compatibility.md")
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the generated section markers", doc)
+	}
+	want := text[:i+len(begin)] + b.String() + "\n" + text[j:]
+	if *update {
+		if err := os.WriteFile(doc, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if diff := cmp.Diff(want, text); diff != "" {
+		t.Errorf("%s is out of date (-want +got); run go test ./internal/cli -run TestCompatibilityDoc -update:\n%s", doc, diff)
+	}
+}
