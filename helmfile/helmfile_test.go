@@ -32,7 +32,11 @@ func TestParseCall(t *testing.T) {
 		{"another post-renderer is left to helm",
 			[]string{"upgrade", "--install", "api", "c", "--post-renderer", "./kustomize.sh", "--post-renderer-args=x"},
 			"upgrade", false, nil,
-			[]string{"upgrade", "--install", "api", "c"}},
+			[]string{"upgrade", "--install", "api", "c", "--post-renderer", "./kustomize.sh", "--post-renderer-args=x"}},
+		{"another post-renderer's flags reach helm-inject's diff",
+			[]string{"diff", "upgrade", "api", "c", "--post-renderer=./pr.sh", "--post-renderer-args", "-v", "--detailed-exitcode"},
+			"diff", false, nil,
+			[]string{"diff", "upgrade", "api", "c", "--detailed-exitcode", "--post-renderer=./pr.sh", "--post-renderer-args", "-v"}},
 		{"plain call", []string{"version", "--short"}, "version", false, nil, []string{"version", "--short"}},
 	}
 	for _, tt := range tests {

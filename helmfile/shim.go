@@ -59,25 +59,33 @@ type Call struct {
 	Rest []string
 }
 
-// ParseCall reads a helm argument list.
+// ParseCall reads a helm argument list. The post-renderer flags are the
+// carrier of helm-inject's injector flags only when the post-renderer is
+// helm-inject; another post-renderer's flags stay in Rest, in order, so
+// helm (or helm-inject's diff) runs it as given.
 func ParseCall(args []string) Call {
 	c := Call{Args: args}
+	var postRender []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--post-renderer" && i+1 < len(args):
 			c.Injected = c.Injected || isMarker(args[i+1])
+			postRender = append(postRender, a, args[i+1])
 			i++
 			continue
 		case strings.HasPrefix(a, "--post-renderer="):
 			c.Injected = c.Injected || isMarker(strings.TrimPrefix(a, "--post-renderer="))
+			postRender = append(postRender, a)
 			continue
 		case a == "--post-renderer-args" && i+1 < len(args):
 			c.InjectArgs = append(c.InjectArgs, args[i+1])
+			postRender = append(postRender, a, args[i+1])
 			i++
 			continue
 		case strings.HasPrefix(a, "--post-renderer-args="):
 			c.InjectArgs = append(c.InjectArgs, strings.TrimPrefix(a, "--post-renderer-args="))
+			postRender = append(postRender, a)
 			continue
 		}
 		if c.Verb == "" && !strings.HasPrefix(a, "-") {
@@ -91,6 +99,7 @@ func ParseCall(args []string) Call {
 	}
 	if !c.Injected {
 		c.InjectArgs = nil
+		c.Rest = append(c.Rest, postRender...)
 	}
 	return c
 }

@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+
+	helmcli "helm.sh/helm/v3/pkg/cli"
 )
 
 // Wrapper runs the real helmfile with helm-inject as its helm binary, on
@@ -76,7 +79,13 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		args = append([]string{"--file", translated}, args...)
 	}
 
-	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm)
+	plugins, err := diffPlugin(w.Self)
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(plugins)
+	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm,
+		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory)
 	globals, command := splitCommand(args)
 	if command == "sync" || command == "apply" || command == "deploy" {
 		// helmfile syncs releases one group at a time, so a release whose
@@ -95,6 +104,35 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		}
 	}
 	return w.helmfile(ctx, helmfile, env, append([]string{"--helm-binary", w.Self}, args...), w.Stdin, w.Stdout, w.Stderr)
+}
+
+// diffPluginVersion is the helm-diff version helm-inject's diff stands in
+// for: helmfile reads the diff plugin's version before it passes
+// --take-ownership (3.11), --suppress-output-line-regex (3.9) or
+// --insecure-skip-tls-verify (3.8.1) to diff.
+const diffPluginVersion = "3.15.10"
+
+// diffPlugin writes, into a private temporary folder put first on
+// HELM_PLUGINS, a plugin.yaml named diff whose command is helm-inject's own
+// diff. helmfile finds the helm-diff version it checks there; the shim
+// answers every diff call itself, so no helm-diff needs to be installed,
+// and a `helm diff` the real helm runs reaches helm-inject too. The user's
+// plugins stay on the list after it.
+func diffPlugin(self string) (string, error) {
+	dir, err := os.MkdirTemp("", "helm-inject-plugins-")
+	if err != nil {
+		return "", fmt.Errorf("writing the diff plugin: %w", err)
+	}
+	manifest := fmt.Sprintf("name: diff\nversion: %q\nusage: helm-inject's diff (helm-inject diff upgrade)\ndescription: helm-inject answers helmfile's diff calls itself\nignoreFlags: false\ncommand: %q\n",
+		diffPluginVersion, self+" diff")
+	if err := os.Mkdir(filepath.Join(dir, "diff"), 0o700); err == nil {
+		err = os.WriteFile(filepath.Join(dir, "diff", "plugin.yaml"), []byte(manifest), 0o600)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("writing the diff plugin: %w", err)
+	}
+	return dir, nil
 }
 
 func (w *Wrapper) helmfile(ctx context.Context, bin string, env, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
