@@ -37,6 +37,7 @@ type diffFlags struct {
 	suppressLines []string
 	apiVersions   []string
 	dryRunMode    string
+	labels        map[string]string
 	render        renderFlags
 }
 
@@ -62,6 +63,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.print.StripTrailingCR, "strip-trailing-cr", false, "ignore carriage returns at the ends of lines")
 	f.StringSliceVarP(&d.apiVersions, "api-versions", "a", nil, "Kubernetes api versions added to Capabilities.APIVersions")
 	d.render.add(f, false)
+	f.StringToStringVarP(&d.labels, "labels", "l", nil, "the --labels apply would be given: a change of the release's labels counts as a change")
 	addDryRun(f, &d.dryRunMode, "--dry-run=server is how diff always works (lookups reach the cluster); client (no cluster) is refused: use helm-inject template")
 	noop(f, "normalize-manifests", "", noopBool(), "both sides are compared as documents after Helm's own rendering, not as raw text")
 	noop(f, "find-renames", "D", noopString(), "resources are paired by kind, namespace and name; a renamed one shows as removed and added")
@@ -125,6 +127,7 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	df.SkipSchemaValidation = d.skipSchema
 	df.AllowUnreleased = d.unreleased || d.install
 	df.Render = rf
+	df.Labels = d.labels
 	df.Pipeline = l.pipeline
 	df.InjectDir = d.injectDir
 	df.Reconcile, df.UpdateInjectors = l.strategy, d.updateInj

@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
+)
+
+// propertyChart renders what makes diff and apply disagree when they do
+// not share one decision: the revision in NOTES.txt and in an annotation
+// (only when asked), IsUpgrade, a lookup of a ConfigMap the test edits, a
+// random value (only when asked), and a value nothing renders.
+var propertyChart = map[string]string{
+	"Chart.yaml": "apiVersion: v2\nname: prop\nversion: 0.1.0\n",
+	"values.yaml": "revisionAnnotation: false\nrandom: false\nunused: 0\nlevel: info\n",
+	"templates/NOTES.txt": "Revision {{ .Release.Revision }} of {{ .Release.Name }}.\n",
+	"templates/app.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  annotations:
+    upgrade: {{ .Release.IsUpgrade | quote }}
+{{- if .Values.revisionAnnotation }}
+    revision: {{ .Release.Revision | quote }}
+{{- end }}
+{{- if .Values.random }}
+    random: {{ randAlphaNum 8 | quote }}
+{{- end }}
+spec:
+  selector: {matchLabels: {app: prop}}
+  template:
+    metadata: {labels: {app: prop}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+        env:
+        - name: LEVEL
+          value: {{ .Values.level | quote }}
+        - name: EXTERNAL
+          value: {{ (lookup "v1" "ConfigMap" .Release.Namespace "external").data | toJson | quote }}
+`,
+	"templates/tests/check.yaml": `apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}-check
+  annotations: {"helm.sh/hook": test}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: check
+    image: registry.example/check:{{ .Values.level }}
+`,
+}
+
+// TestDiffAgreesWithApply is the property users rely on: diff
+// --detailed-exitcode exits 0 exactly when apply with the same inputs makes
+// no new revision, and 2 exactly when it makes one. It walks every chart
+// in fixtures/ and the property chart through random steps (value changes
+// that render or not, labels, the looked-up object edited, nothing at all)
+// and checks the property after each.
+func TestDiffAgreesWithApply(t *testing.T) {
+	root := repoRoot(t)
+	prop := t.TempDir()
+	testfs.Write(t, prop, propertyChart)
+	charts := []struct {
+		name, path string
+		extra      []string
+	}{
+		{"webapp", filepath.Join(root, webappChart), nil},
+		{"api", filepath.Join(root, apiChart), nil},
+		{"plain", filepath.Join(root, "fixtures", "manifests", "plain"), nil},
+		{"kustomize", filepath.Join(root, "fixtures", "kustomize", "overlay"), nil},
+		{"prop", prop, nil},
+		{"prop-revision", prop, []string{"--set", "revisionAnnotation=true"}},
+		{"prop-random", prop, []string{"--set", "random=true"}},
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, c := range charts {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t)
+			setExternal := func(v string) {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: ns}, Data: map[string]string{"v": v}}
+				cs := clientset(t).CoreV1().ConfigMaps(ns)
+				if _, err := cs.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+					if _, err := cs.Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			setExternal("1")
+			base := append([]string{c.name, c.path, "-n", ns, "--inject", "sidecar-injector FILE"}, c.extra...)
+			steps := []string{"install", "same"}
+			for range 6 {
+				steps = append(steps, []string{"same", "unused", "level", "labels", "external", "reuse"}[rng.IntN(6)])
+			}
+			var args []string
+			for i, step := range steps {
+				switch step {
+				case "unused":
+					args = []string{"--set", fmt.Sprintf("unused=%d", rng.IntN(3))}
+				case "level":
+					args = []string{"--set", "level=" + []string{"info", "debug"}[rng.IntN(2)]}
+				case "labels":
+					args = []string{"--labels", "team=" + []string{"a", "b"}[rng.IntN(2)]}
+				case "external":
+					setExternal(fmt.Sprint(rng.IntN(3)))
+				case "reuse":
+					args = []string{"--reuse-values"}
+				}
+				in := append(slices.Clone(base), args...)
+				diff := helmInject(t, append([]string{"diff", "upgrade", "--allow-unreleased", "--detailed-exitcode"}, in...)...)
+				if diff.code != 0 && diff.code != 2 {
+					t.Fatalf("step %d (%s): diff failed:\n%s", i, step, diff)
+				}
+				before := len(revisions(t, c.name, ns))
+				mustHelmInject(t, append([]string{"apply"}, in...)...)
+				made := len(revisions(t, c.name, ns)) > before
+				if made != (diff.code == 2) {
+					t.Errorf("step %d (%s %v): diff exited %d but apply made a revision: %v\ndiff said:\n%s", i, step, args, diff.code, made, diff.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestHelmfileCompatFlags drives the real helmfile through the release
+// options and command flags that make it pass helm and helm-diff flags
+// helm-inject once refused: takeOwnership (which also makes helmfile read
+// the diff plugin's version), enableDNS, suppressOutputLineRegex, and
+// diff's --no-hooks, --include-tests, --suppress, --strip-trailing-cr, and
+// template's --validate.
+func TestHelmfileCompatFlags(t *testing.T) {
+	ns := namespace(t)
+	api := filepath.Join(repoRoot(t), apiChart)
+	// A ConfigMap the release will own, created by someone else first: only
+	// --take-ownership lets helm adopt it.
+	_, err := clientset(t).CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "owned-config", Namespace: ns}, Data: map[string]string{"pre": "existing"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(level string) string {
+		return fmt.Sprintf(`helmDefaults:
+  enableDNS: true
+releases:
+- name: owned
+  namespace: %s
+  chart: %s
+  takeOwnership: true
+  suppressOutputLineRegex: ["^\\s+image: registry.example/proxy"]
+  injector: "sidecar-injector f=FILE,image=registry.example/proxy:1"
+  set:
+  - name: logLevel
+    value: %s
+`, ns, api, level)
+	}
+	dir := writeState(t, "helmfile.yaml", state("info"))
+	if r := helmfileRun(t, dir, "sync"); r.code != 0 {
+		t.Fatalf("helmfile sync with takeOwnership:\n%s", r)
+	}
+	cm, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "owned-config", metav1.GetOptions{})
+	if err != nil || cm.Annotations["meta.helm.sh/release-name"] != "owned" {
+		t.Fatalf("the existing ConfigMap was not taken over: %v %v", err, cm.Annotations)
+	}
+
+	// No change: every diff flag helmfile passes is accepted, exit 0.
+	r := helmfileRun(t, dir, "diff", "--detailed-exitcode", "--no-hooks", "--include-tests", "--suppress", "Secret", "--strip-trailing-cr")
+	if r.code != 0 {
+		t.Errorf("helmfile diff with no change:\n%s", r)
+	}
+	// A value change shows in the Deployment; --suppress ConfigMap hides
+	// the ConfigMap's change but it still counts (exit 2).
+	if err := os.WriteFile(filepath.Join(dir, "helmfile.yaml"), []byte(state("debug")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = helmfileRun(t, dir, "diff", "--detailed-exitcode", "--suppress", "ConfigMap", "--include-tests")
+	if r.code != 2 || !strings.Contains(r.stdout, `value: "debug"`) || strings.Contains(r.stdout, "owned-config, ConfigMap") {
+		t.Errorf("helmfile diff --suppress ConfigMap after a value change, want exit 2, the Deployment and no ConfigMap:\n%s", r)
+	}
+	if r := helmfileRun(t, dir, "template", "--validate", "--skip-tests"); r.code != 0 || !strings.Contains(r.stdout, "name: sidecar") {
+		t.Errorf("helmfile template --validate:\n%s", r)
+	}
+	if r := helmfileRun(t, dir, "apply", "--suppress-secrets"); r.code != 0 {
+		t.Fatalf("helmfile apply:\n%s", r)
+	}
+	if n := len(revisions(t, "owned", ns)); n != 2 {
+		t.Errorf("owned has %d revisions after sync and one changed apply, want 2", n)
+	}
+	if r := helmfileRun(t, dir, "diff", "--detailed-exitcode"); r.code != 0 {
+		t.Errorf("helmfile diff after apply:\n%s", r)
+	}
+}
+
+// TestHelmfileFlagsKnown holds docs/compatibility.md (generated from the
+// flag lists of internal/cli's TestFlagParity) to helmfile's own source:
+// every "--flag" literal of its pkg/state is one the doc lists as passed
+// by helmfile, or one it names as passed only to other helm commands.
+func TestHelmfileFlagsKnown(t *testing.T) {
+	out := command{}.mustRun(t, "go", "mod", "download", "-json", "github.com/helmfile/helmfile@"+toolVersion(t, "HELMFILE_VERSION")).stdout
+	m := regexp.MustCompile(`"Dir": "([^"]+)"`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no module folder in:\n%s", out)
+	}
+	var src string
+	for _, f := range []string{"pkg/state/state.go", "pkg/state/helmx.go"} {
+		data, err := os.ReadFile(filepath.Join(m[1], f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src += string(data)
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "compatibility.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, row := range regexp.MustCompile("(?m)^\\| `--([a-z0-9-]+)` \\| [^|]*helmfile").FindAllStringSubmatch(string(doc), -1) {
+		known[row[1]] = true
+	}
+	other := regexp.MustCompile("(?m)^Passed by helmfile only to other helm commands or to helm 4: (.*)$").FindStringSubmatch(string(doc))
+	if other == nil || len(known) < 40 {
+		t.Fatalf("docs/compatibility.md: %d helmfile flags and no list of other commands' flags", len(known))
+	}
+	for _, f := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(other[1], -1) {
+		known[f[1]] = true
+	}
+	for _, lit := range regexp.MustCompile(`"--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(src, -1) {
+		if !known[lit[1]] {
+			t.Errorf("helmfile's source passes --%s, which docs/compatibility.md does not list", lit[1])
+		}
+	}
+}
+
+// toolVersion reads a pinned version from hack/versions.env.
+func toolVersion(t *testing.T, key string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "hack", "versions.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + key + `=(\S+)`).FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatalf("hack/versions.env has no %s", key)
+	}
+	return m[1]
+}
