@@ -3,6 +3,7 @@ package helmfile
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -80,7 +81,7 @@ releases:
 - name: plain
   chart: ./plain
 `
-	out, changed, err := Translate("helmfile.yaml", in, "/state")
+	out, changed, err := Translate("helmfile.yaml.gotmpl", in, "/state")
 	if err != nil || !changed {
 		t.Fatalf("Translate: changed=%v err=%v", changed, err)
 	}
@@ -120,15 +121,16 @@ releases:
 		t.Errorf("the template action was not copied as written:\n%s", out)
 	}
 
-	if _, changed, _ := Translate("h.yaml", "releases:\n- name: a\n  chart: b\n", "/"); changed {
+	if _, changed, _ := Translate("h.yaml.gotmpl", "releases:\n- name: a\n  chart: b\n", "/"); changed {
 		t.Errorf("a state file without injector fields was changed")
 	}
 	for _, bad := range []struct{ in, want string }{
-		{"releases:\n- name: a\n  injector:\n", "h.yaml:3: injector: needs a value"},
-		{"releases:\n- name: a\n  injectors:\n  - {{ .Values.x }}\n", "h.yaml:3: injectors: may not contain template actions"},
+		{"releases:\n- name: a\n  injector:\n", "h.yaml.gotmpl:3: injector: needs a value"},
+		{"releases:\n- name: a\n  injectors:\n  - {{ .Values.x }}\n", "h.yaml.gotmpl:3: injectors: may not contain template actions"},
+		{"releases:\n- name: a\n  postRenderer: ./pr.sh\n  injector: x FILE\n", "h.yaml.gotmpl:3: a release with injector fields may not set postRenderer"},
 		{"releases:\n- name: a\n  injectors:\n  - params: {a: b}\n", "injectors item 1 needs one of inject, injector or with"},
 	} {
-		if _, _, err := Translate("h.yaml", bad.in, "/"); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, _, err := Translate("h.yaml.gotmpl", bad.in, "/"); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Translate(%q) error = %v, want %q", bad.in, err, bad.want)
 		}
 	}
@@ -293,7 +295,8 @@ releases:
 	}
 	// The nested file's own base is its translated sibling; the reference
 	// to itself is left alone.
-	if a := read(apps[0]); !strings.Contains(a, "- ../"+filepath.Base(common[0])+"\n- helmfile.yaml\n") || !strings.Contains(a, "postRenderer: "+Marker) {
+	// (A translated .yaml file is written by yaml.v3, which indents lists.)
+	if a := read(apps[0]); !regexp.MustCompile(`- \.\./`+regexp.QuoteMeta(filepath.Base(common[0]))+`\n\s*- helmfile.yaml\n`).MatchString(a) || !strings.Contains(a, "postRenderer: "+Marker) {
 		t.Errorf("apps/helmfile.yaml translated as:\n%s", a)
 	}
 	tr.cleanup()
@@ -302,5 +305,95 @@ releases:
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".helm-inject-*")); len(left) != 0 {
 		t.Errorf("cleanup left %v", left)
+	}
+}
+
+// TestTranslateYAMLShapes: in a plain .yaml state file only a release's
+// own fields (and helmDefaults') are injector fields, whatever the shape.
+func TestTranslateYAMLShapes(t *testing.T) {
+	type release struct {
+		Name             string
+		PostRenderer     string           `yaml:"postRenderer"`
+		PostRendererArgs []string         `yaml:"postRendererArgs"`
+		Values           []any            `yaml:"values"`
+		Injector         any              `yaml:"injector"`
+		Set              []map[string]any `yaml:"set"`
+	}
+	args := func(extra ...string) []string { return append([]string{"--injector-dir", "/s"}, extra...) }
+	tests := []struct {
+		name, in string
+		want     map[string][]string // release name -> postRendererArgs (nil: untouched)
+		keep     []string            // text the output must still hold
+	}{
+		{"a chart value named injector, block and nested",
+			"releases:\n- name: vault\n  chart: hashicorp/vault\n  values:\n  - injector:\n      enabled: true\n    server:\n      injector: {image: x}\n",
+			map[string][]string{"vault": nil}, []string{"enabled: true"}},
+		{"a chart value named injector, flow style",
+			"releases:\n- {name: vault, chart: c, values: [{injector: {enabled: false}}]}\n",
+			map[string][]string{"vault": nil}, nil},
+		{"a flow-style release with an injector",
+			"releases:\n- {name: a, chart: c, injector: \"x FILE\"}\n",
+			map[string][]string{"a": args("--injector", "x FILE")}, nil},
+		{"an existing postRenderer runs after injection",
+			"releases:\n- name: a\n  chart: c\n  postRenderer: ./kustomize.sh\n  postRendererArgs: [--env, prod]\n  injector: x FILE\n",
+			map[string][]string{"a": args("--injector", "x FILE", "--post-renderer", "./kustomize.sh", "--post-renderer-args", "--env", "--post-renderer-args", "prod")}, nil},
+		{"comments and order are kept",
+			"# the shop\nreleases:\n- name: a # the api\n  chart: c\n  injector: x FILE # pinned\n  namespace: n\n",
+			map[string][]string{"a": args("--injector", "x FILE")}, []string{"# the shop", "# the api", "namespace: n"}},
+		{"anchors and aliases",
+			"templates:\n  inj: &inj\n    - inject: x FILE\nreleases:\n- name: a\n  chart: c\n  injectors: *inj\n- name: b\n  chart: c\n  injectors: *inj\n",
+			map[string][]string{"a": args("--inject", "x FILE"), "b": args("--inject", "x FILE")}, nil},
+		{"several documents",
+			"bases: [b.yaml]\n---\nreleases:\n- name: a\n  chart: c\n  injector: x FILE\n---\nreleases:\n- name: b\n  chart: c\n",
+			map[string][]string{"a": args("--injector", "x FILE"), "b": nil}, []string{"bases:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := Translate("helmfile.yaml", tt.in, "/s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			dec := yaml.NewDecoder(strings.NewReader(out))
+			for {
+				var doc struct{ Releases []release }
+				if err := dec.Decode(&doc); err != nil {
+					break
+				}
+				for _, r := range doc.Releases {
+					if r.Injector != nil {
+						t.Errorf("release %s still has an injector field:\n%s", r.Name, out)
+					}
+					if (r.PostRendererArgs != nil) != (r.PostRenderer == Marker) {
+						t.Errorf("release %s: postRenderer %q with args %v", r.Name, r.PostRenderer, r.PostRendererArgs)
+					}
+					got[r.Name] = r.PostRendererArgs
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("postRendererArgs (-want +got):\n%s\n%s", diff, out)
+			}
+			for _, k := range tt.keep {
+				if !strings.Contains(out, k) {
+					t.Errorf("output lost %q:\n%s", k, out)
+				}
+			}
+		})
+	}
+}
+
+// TestTranslateGotmplOnlyReleaseFields: the text path for .gotmpl files
+// only takes keys at a release item's own indentation.
+func TestTranslateGotmplOnlyReleaseFields(t *testing.T) {
+	in := "releases:\n- name: vault\n  chart: c\n  values:\n  - injector:\n      enabled: true\n  - server:\n      injector: x\n- name: a\n  injector: {{ .Values.spec | quote }}\n"
+	out, changed, err := Translate("helmfile.yaml.gotmpl", in, "/s")
+	if err != nil || !changed {
+		t.Fatal(changed, err)
+	}
+	if !strings.Contains(out, "  - injector:\n      enabled: true\n") || !strings.Contains(out, "      injector: x\n") {
+		t.Errorf("chart values were changed:\n%s", out)
+	}
+	if strings.Count(out, "postRenderer: "+Marker) != 1 || !strings.Contains(out, "- {{ .Values.spec | quote }}") {
+		t.Errorf("release a was not translated once:\n%s", out)
 	}
 }

@@ -2,7 +2,9 @@ package helmfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -36,24 +38,174 @@ import (
 //	    reconcile: never                   # --reconcile (per release)
 //	    library: ./injectors               # --injector-library
 //
-// The translation is textual, line by line, so it works on .gotmpl state
-// files too: an `injector:` value may be a template expression, copied as
-// written. An `injectors:` list must be plain YAML (no template actions
-// inside it).
-
-var fieldRE = regexp.MustCompile(`^(\s*)(- )?(injector|injectors):(.*)$`)
+// Only the fields of a release item (an item of the top-level releases:
+// list) and of the top-level helmDefaults: are injector fields: a chart
+// value that happens to be called injector, inside a release's inline
+// values:, is left alone. A release that has its own postRenderer keeps
+// it: helm-inject runs it after injection (--post-renderer).
+//
+// Plain .yaml state files (helmfile v1 does not render them as templates)
+// are edited as yaml.v3 nodes: comments, key order, anchors and flow-style
+// releases are kept, and multi-document files (---) are handled document by
+// document. .gotmpl state files are templates, not YAML, so they are edited
+// as text, at exactly the indentation of a release item's (or
+// helmDefaults') own keys: an injector: value may be a template expression,
+// copied as written; an injectors: list must be plain YAML.
 
 // Translate rewrites the injector fields of one state file. dir is the
 // state file's folder (relative paths in specs resolve against it). It
 // returns the text unchanged, and false, when there is nothing to
 // translate.
 func Translate(file, text, dir string) (string, bool, error) {
+	if strings.HasSuffix(file, ".gotmpl") {
+		return translateText(file, text, dir)
+	}
+	return translateYAML(file, text, dir)
+}
+
+func translateYAML(file, text, dir string) (string, bool, error) {
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	var docs []*yaml.Node
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("%s: %w", file, err)
+		}
+		docs = append(docs, &doc)
+	}
+	changed := false
+	for _, doc := range docs {
+		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			continue
+		}
+		top := doc.Content[0]
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			var err error
+			var c bool
+			switch key, v := top.Content[i].Value, resolve(top.Content[i+1]); {
+			case key == "helmDefaults" && v.Kind == yaml.MappingNode:
+				c, err = translateNode(file, v, dir)
+			case key == "releases" && v.Kind == yaml.SequenceNode:
+				for _, item := range v.Content {
+					var ci bool
+					if item = resolve(item); item.Kind == yaml.MappingNode {
+						ci, err = translateNode(file, item, dir)
+					}
+					c = c || ci
+					if err != nil {
+						break
+					}
+				}
+			}
+			if err != nil {
+				return "", false, err
+			}
+			changed = changed || c
+		}
+	}
+	if !changed {
+		return text, false, nil
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	for _, doc := range docs {
+		if err := enc.Encode(doc); err != nil {
+			return "", false, fmt.Errorf("%s: writing the translated state: %w", file, err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return "", false, fmt.Errorf("%s: writing the translated state: %w", file, err)
+	}
+	return b.String(), true, nil
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+// translateNode replaces the injector fields of one release (or of
+// helmDefaults) by postRenderer and postRendererArgs, where the first of
+// them stood.
+func translateNode(file string, m *yaml.Node, dir string) (bool, error) {
+	var args, carried []string
+	var pos = -1
+	var kept []*yaml.Node
+	has := false
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], resolve(m.Content[i+1])
+		switch k.Value {
+		case "injector":
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				return false, fmt.Errorf("%s:%d: injector: needs one spec, a string", file, k.Line)
+			}
+			args = append(args, "--injector", v.Value)
+		case "injectors":
+			if v.Kind != yaml.SequenceNode {
+				return false, fmt.Errorf("%s:%d: injectors: must be a list", file, k.Line)
+			}
+			a, err := injectorsArgs(file, k.Line, v.Content)
+			if err != nil {
+				return false, err
+			}
+			args = append(args, a...)
+		case "postRenderer":
+			if !isMarker(v.Value) {
+				carried = append(carried, "--post-renderer", v.Value)
+			}
+		case "postRendererArgs":
+			for _, a := range v.Content {
+				carried = append(carried, "--post-renderer-args", a.Value)
+			}
+		default:
+			kept = append(kept, m.Content[i], m.Content[i+1])
+			continue
+		}
+		if k.Value == "injector" || k.Value == "injectors" {
+			has = true
+		}
+		if pos < 0 {
+			pos = len(kept)
+		}
+	}
+	if !has {
+		return false, nil
+	}
+	all := append([]string{"--injector-dir", dir}, args...)
+	all = append(all, carried...)
+	list := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	for _, a := range all {
+		list.Content = append(list.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: a, Style: yaml.DoubleQuotedStyle})
+	}
+	fields := []*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "postRenderer"}, {Kind: yaml.ScalarNode, Tag: "!!str", Value: Marker},
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "postRendererArgs"}, list,
+	}
+	m.Content = append(kept[:pos:pos], append(fields, kept[pos:]...)...)
+	return true, nil
+}
+
+// fieldRE matches a key that may be an injector field, with its
+// indentation and an optional list dash before it.
+var fieldRE = regexp.MustCompile(`^(\s*)(- )?(injector|injectors|postRenderer|postRendererArgs):(.*)$`)
+
+// translateText is Translate for .gotmpl state files: only keys at the
+// indentation of a release item's (or helmDefaults') own keys count.
+func translateText(file, text, dir string) (string, bool, error) {
 	lines := strings.Split(text, "\n")
+	fieldIndent := fieldIndents(lines)
 	var out []string
 	changed := false
 	for i := 0; i < len(lines); i++ {
 		m := fieldRE.FindStringSubmatch(lines[i])
-		if m == nil {
+		if m == nil || fieldIndent[i] < 0 || len(m[1])+len(m[2]) != fieldIndent[i] {
 			out = append(out, lines[i])
 			continue
 		}
@@ -61,6 +213,12 @@ func Translate(file, text, dir string) (string, bool, error) {
 		keyIndent := indent + strings.Repeat(" ", len(dash))
 		var args []string
 		switch field {
+		case "postRenderer", "postRendererArgs":
+			if releaseHasInjector(lines, i, fieldIndent) {
+				return "", false, fmt.Errorf("%s:%d: a release with injector fields may not set %s in a .gotmpl state file; pass the post-renderer in the injector flags (--post-renderer, --post-renderer-args)", file, i+1, field)
+			}
+			out = append(out, lines[i])
+			continue
 		case "injector":
 			if value == "" || strings.HasPrefix(value, "#") {
 				return "", false, fmt.Errorf("%s:%d: injector: needs a value on the same line", file, i+1)
@@ -88,9 +246,24 @@ func Translate(file, text, dir string) (string, bool, error) {
 				}
 				break
 			}
-			var err error
-			if args, err = injectorsArgs(file, i+1, strings.Join(block, "\n")); err != nil {
+			joined := strings.Join(block, "\n")
+			if strings.Contains(joined, "{{") {
+				return "", false, fmt.Errorf("%s:%d: injectors: may not contain template actions; use injector: (one spec, which may), or postRendererArgs", file, i+1)
+			}
+			var list yaml.Node
+			err := yaml.Unmarshal([]byte(dedent(joined)), &list)
+			if err == nil && (len(list.Content) != 1 || list.Content[0].Kind != yaml.SequenceNode) {
+				err = errors.New("not a list")
+			}
+			if err != nil {
+				return "", false, fmt.Errorf("%s:%d: injectors: must be a list: %w", file, i+1, err)
+			}
+			raw, err := injectorsArgs(file, i+1, list.Content[0].Content)
+			if err != nil {
 				return "", false, err
+			}
+			for _, a := range raw {
+				args = append(args, quote(a))
 			}
 			i = j - 1
 		}
@@ -104,20 +277,73 @@ func Translate(file, text, dir string) (string, bool, error) {
 	return strings.Join(out, "\n"), changed, nil
 }
 
-// injectorsArgs turns an injectors: list into helm-inject flags, each a
-// YAML scalar ready for a block sequence.
-func injectorsArgs(file string, line int, block string) ([]string, error) {
-	if strings.Contains(block, "{{") {
-		return nil, fmt.Errorf("%s:%d: injectors: may not contain template actions; use injector: (one spec, which may), or postRendererArgs", file, line)
+// fieldIndents gives, for each line inside the top-level releases: list or
+// helmDefaults: mapping, the indentation (dash included) a field of that
+// release or of helmDefaults has there, and -1 for every other line.
+func fieldIndents(lines []string) []int {
+	ind := make([]int, len(lines))
+	block, itemIndent := "", -1
+	for i, l := range lines {
+		ind[i] = -1
+		trimmed := strings.TrimSpace(l)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "{{") {
+			continue
+		}
+		if l[0] != ' ' && l[0] != '-' {
+			block, itemIndent = "", -1
+			switch {
+			case strings.HasPrefix(l, "releases:"):
+				block = "releases"
+			case strings.HasPrefix(l, "helmDefaults:"):
+				block = "helmDefaults"
+			}
+			continue
+		}
+		lead := len(l) - len(strings.TrimLeft(l, " "))
+		switch block {
+		case "releases":
+			if itemIndent < 0 && strings.HasPrefix(trimmed, "- ") {
+				itemIndent = lead
+			}
+			if itemIndent >= 0 {
+				// "- key:" on the item's line, or "key:" under it.
+				ind[i] = itemIndent + 2
+			}
+		case "helmDefaults":
+			if itemIndent < 0 {
+				itemIndent = lead
+			}
+			ind[i] = itemIndent
+		}
 	}
-	var items []yaml.Node
-	if err := yaml.Unmarshal([]byte(dedent(block)), &items); err != nil {
-		return nil, fmt.Errorf("%s:%d: injectors: must be a list: %w", file, line, err)
+	return ind
+}
+
+// releaseHasInjector reports whether the release (or helmDefaults) whose
+// field line i is has an injector field.
+func releaseHasInjector(lines []string, i int, fieldIndent []int) bool {
+	start := i
+	for start > 0 && fieldIndent[start-1] == fieldIndent[i] && !strings.HasPrefix(strings.TrimSpace(lines[start]), "- ") {
+		start--
 	}
+	for j := start; j < len(lines) && fieldIndent[j] == fieldIndent[i]; j++ {
+		if j > start && strings.HasPrefix(strings.TrimSpace(lines[j]), "- ") && len(lines[j])-len(strings.TrimLeft(lines[j], " "))+2 == fieldIndent[i] {
+			break
+		}
+		if m := fieldRE.FindStringSubmatch(lines[j]); m != nil && len(m[1])+len(m[2]) == fieldIndent[i] && (m[3] == "injector" || m[3] == "injectors") {
+			return true
+		}
+	}
+	return false
+}
+
+// injectorsArgs turns the items of an injectors: list into helm-inject
+// flags.
+func injectorsArgs(file string, line int, items []*yaml.Node) ([]string, error) {
 	var args []string
-	add := func(flag, v string) { args = append(args, quote(flag), quote(v)) }
+	add := func(flag, v string) { args = append(args, flag, v) }
 	for n, item := range items {
-		switch item.Kind {
+		switch item = resolve(item); item.Kind {
 		case yaml.ScalarNode:
 			add("--injector", item.Value)
 		case yaml.MappingNode:
