@@ -19,9 +19,7 @@ ordinary Helm release, so helm list, status, get, history, rollback, test
 and uninstall keep working.
 
 No mutating webhook is involved: the injectors used, and the version of
-each built-in one, are recorded in the release itself.
-
-Planned, not available yet: goreleaser release archives.`
+each built-in one, are recorded in the release itself.`
 
 // exitError carries a specific exit code (for example diff's
 // --detailed-exitcode) up to Run without printing anything more.
