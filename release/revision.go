@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/helm-inject/helm-inject/chartify"
 )
 
 // revisionInputs are what, besides the plan, decides whether an apply
@@ -91,6 +93,13 @@ func metadataReasons(current *release.Release, p *plan, resourcesChanged bool) [
 	was, now := current.Chart.Metadata, p.chart.Metadata
 	if reflect.DeepEqual(was, now) {
 		return nil
+	}
+	if was.Annotations[chartify.AnnotationRendered] == "" {
+		// A revision plain helm made (helmfile upgrades releases without
+		// injectors with the real helm): only the chart itself counts.
+		if was.Name == now.Name && was.Version == now.Version && was.AppVersion == now.AppVersion {
+			return nil
+		}
 	}
 	reasons := injectorChanges(injectorRecords(was.Annotations), injectorRecords(now.Annotations))
 	if was.Name != now.Name || was.Version != now.Version || was.AppVersion != now.AppVersion {
