@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -268,4 +269,75 @@ func toolVersion(t *testing.T, key string) string {
 		t.Fatalf("hack/versions.env has no %s", key)
 	}
 	return m[1]
+}
+
+// TestHelmFlagsOnApply: helm's --post-renderer runs after injection (on
+// manifests, not hooks) and its output is what the release stores and what
+// template prints; --labels reach the release; -o json prints the release;
+// --hide-notes leaves the notes out of the output but not the release.
+func TestHelmFlagsOnApply(t *testing.T) {
+	ns := namespace(t)
+	dir := t.TempDir()
+	chart := t.TempDir()
+	testfs.Write(t, chart, propertyChart)
+	pr := filepath.Join(dir, "add-label.sh")
+	// A post-renderer that renames every document it was given.
+	if err := os.WriteFile(pr, []byte("#!/bin/sh\nexec sed 's/^  name: \\(.*\\)$/  name: \\1-post/'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"pr", chart, "-n", ns, "--inject", "sidecar-injector FILE", "--post-renderer", pr}
+	printed := mustHelmInject(t, append([]string{"template"}, args...)...).stdout
+	r := mustHelmInject(t, append([]string{"apply", "-o", "json", "--hide-notes", "--labels", "team=shop"}, args...)...)
+	var rel struct {
+		Name     string
+		Manifest string
+		Info     struct{ Notes string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rel); err != nil {
+		t.Fatalf("apply -o json printed no release: %v\n%s", err, r)
+	}
+	if rel.Name != "pr" || !strings.Contains(rel.Manifest, "name: pr-post") || rel.Info.Notes != "Revision 1 of pr.\n" {
+		t.Errorf("apply -o json: name %q, notes %q, manifest:\n%s", rel.Name, rel.Info.Notes, rel.Manifest)
+	}
+	// Labels are not part of helm's JSON; helm list selects on them.
+	if got := mustHelm(t, "list", "-n", ns, "-q", "-l", "team=shop").stdout; strings.TrimSpace(got) != "pr" {
+		t.Errorf("helm list -l team=shop: %q", got)
+	}
+	stored := mustHelm(t, "get", "manifest", "pr", "-n", ns).stdout
+	for _, want := range []string{"name: pr-post", "name: sidecar"} {
+		if !strings.Contains(stored, want) {
+			t.Errorf("stored manifest lacks %q (post-rendered after injection):\n%s", want, stored)
+		}
+	}
+	if hooks := mustHelm(t, "get", "hooks", "pr", "-n", ns).stdout; strings.Contains(hooks, "-post") || !strings.Contains(hooks, "name: pr-check") {
+		t.Errorf("hooks were post-rendered; helm does not:\n%s", hooks)
+	}
+	if _, err := clientset(t).AppsV1().Deployments(ns).Get(t.Context(), "pr-post", metav1.GetOptions{}); err != nil {
+		t.Errorf("the post-rendered Deployment is not in the cluster: %v", err)
+	}
+	if strings.Count(printed, "-post\n") != strings.Count(stored, "-post\n") || !strings.Contains(printed, "name: pr-post") || !strings.Contains(printed, "name: pr-check\n") {
+		t.Errorf("template and the release disagree on what the post-renderer did:\n%s", printed)
+	}
+	// The chart renders .Release.IsUpgrade, so the first upgrade changes it;
+	// after that, the same inputs make no new revision and diff agrees.
+	mustHelmInject(t, append([]string{"apply", "--labels", "team=shop"}, args...)...)
+	if d := helmInject(t, append([]string{"diff", "--detailed-exitcode", "--labels", "team=shop"}, args...)...); d.code != 0 {
+		t.Errorf("diff after apply with a post-renderer:\n%s", d)
+	}
+	out := mustHelmInject(t, append([]string{"apply", "--labels", "team=shop", "--hide-notes"}, args...)...).stdout
+	if !strings.Contains(out, "has no changes") {
+		t.Errorf("second apply:\n%s", out)
+	}
+	out = mustHelmInject(t, append([]string{"apply", "--labels", "team=ops", "--hide-notes"}, args...)...).stdout
+	if !strings.Contains(out, "has been upgraded") || strings.Contains(out, "NOTES:") {
+		t.Errorf("apply with new labels and --hide-notes:\n%s", out)
+	}
+	if got := mustHelm(t, "list", "-n", ns, "-q", "-l", "team=ops").stdout; strings.TrimSpace(got) != "pr" {
+		t.Errorf("helm list -l team=ops after the upgrade: %q", got)
+	}
+	// Without --hide-notes the same output has them.
+	out = mustHelmInject(t, append([]string{"apply", "--labels", "team=dev"}, args...)...).stdout
+	if !strings.Contains(out, "NOTES:\nRevision 4 of pr.") {
+		t.Errorf("apply without --hide-notes:\n%s", out)
+	}
 }
