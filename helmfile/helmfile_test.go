@@ -128,6 +128,9 @@ releases:
 		{"releases:\n- name: a\n  injector:\n", "h.yaml.gotmpl:3: injector: needs a value"},
 		{"releases:\n- name: a\n  injectors:\n  - {{ .Values.x }}\n", "h.yaml.gotmpl:3: injectors: may not contain template actions"},
 		{"releases:\n- name: a\n  postRenderer: ./pr.sh\n  injector: x FILE\n", "h.yaml.gotmpl:3: a release with injector fields may not set postRenderer"},
+		// A nested list between the two fields does not hide the injector.
+		{"releases:\n- name: a\n  injector: x FILE\n  values:\n  - v.yaml\n  postRenderer: ./pr.sh\n", "h.yaml.gotmpl:6: a release with injector fields may not set postRenderer"},
+		{"releases:\n- name: a\n  injector: x FILE\n- name: b\n  postRenderer: ./pr.sh\n- name: c\n  postRendererArgs: [x]\n  values:\n  - v.yaml\n  injector: y FILE\n", "h.yaml.gotmpl:7: a release with injector fields may not set postRendererArgs"},
 		{"releases:\n- name: a\n  injectors:\n  - params: {a: b}\n", "injectors item 1 needs one of inject, injector or with"},
 	} {
 		if _, _, err := Translate("h.yaml.gotmpl", bad.in, "/"); err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -77,35 +77,34 @@ func translateYAML(file, text, dir string) (string, bool, error) {
 		}
 		docs = append(docs, &doc)
 	}
-	changed := false
+	// The mappings whose own fields may be injector fields: helmDefaults
+	// and each release item.
+	var targets []*yaml.Node
 	for _, doc := range docs {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
 		top := doc.Content[0]
 		for i := 0; i+1 < len(top.Content); i += 2 {
-			var err error
-			var c bool
 			switch key, v := top.Content[i].Value, resolve(top.Content[i+1]); {
 			case key == "helmDefaults" && v.Kind == yaml.MappingNode:
-				c, err = translateNode(file, v, dir)
+				targets = append(targets, v)
 			case key == "releases" && v.Kind == yaml.SequenceNode:
 				for _, item := range v.Content {
-					var ci bool
 					if item = resolve(item); item.Kind == yaml.MappingNode {
-						ci, err = translateNode(file, item, dir)
-					}
-					c = c || ci
-					if err != nil {
-						break
+						targets = append(targets, item)
 					}
 				}
 			}
-			if err != nil {
-				return "", false, err
-			}
-			changed = changed || c
 		}
+	}
+	changed := false
+	for _, m := range targets {
+		c, err := translateNode(file, m, dir)
+		if err != nil {
+			return "", false, err
+		}
+		changed = changed || c
 	}
 	if !changed {
 		return text, false, nil
@@ -200,12 +199,12 @@ var fieldRE = regexp.MustCompile(`^(\s*)(- )?(injector|injectors|postRenderer|po
 // indentation of a release item's (or helmDefaults') own keys count.
 func translateText(file, text, dir string) (string, bool, error) {
 	lines := strings.Split(text, "\n")
-	fieldIndent := fieldIndents(lines)
+	fields := fieldLines(lines)
 	var out []string
 	changed := false
 	for i := 0; i < len(lines); i++ {
-		m := fieldRE.FindStringSubmatch(lines[i])
-		if m == nil || fieldIndent[i] < 0 || len(m[1])+len(m[2]) != fieldIndent[i] {
+		m := fields[i].field
+		if m == nil {
 			out = append(out, lines[i])
 			continue
 		}
@@ -214,7 +213,7 @@ func translateText(file, text, dir string) (string, bool, error) {
 		var args []string
 		switch field {
 		case "postRenderer", "postRendererArgs":
-			if releaseHasInjector(lines, i, fieldIndent) {
+			if fields.ownerHasInjector(i) {
 				return "", false, fmt.Errorf("%s:%d: a release with injector fields may not set %s in a .gotmpl state file; pass the post-renderer in the injector flags (--post-renderer, --post-renderer-args)", file, i+1, field)
 			}
 			out = append(out, lines[i])
@@ -277,60 +276,63 @@ func translateText(file, text, dir string) (string, bool, error) {
 	return strings.Join(out, "\n"), changed, nil
 }
 
-// fieldIndents gives, for each line inside the top-level releases: list or
-// helmDefaults: mapping, the indentation (dash included) a field of that
-// release or of helmDefaults has there, and -1 for every other line.
-func fieldIndents(lines []string) []int {
-	ind := make([]int, len(lines))
-	block, itemIndent := "", -1
+// fieldLine is what translateText knows of one line of a .gotmpl state
+// file.
+type fieldLine struct {
+	// owner is the line where the release item (or helmDefaults:) the line
+	// belongs to starts, -1 outside releases: and helmDefaults:.
+	owner int
+	// field is fieldRE's match when the line is one of the owner's own
+	// injector or post-renderer fields, nil otherwise.
+	field []string
+}
+
+type fieldLineList []fieldLine
+
+// fieldLines finds, for each line, the release item or helmDefaults it
+// belongs to and whether it is one of that owner's own fields: a key at
+// exactly the indentation of the item's keys ("- key:" on the item's line
+// counts), never a key nested deeper, as in a release's inline values.
+func fieldLines(lines []string) fieldLineList {
+	fl := make(fieldLineList, len(lines))
+	block, owner, keyIndent := "", -1, -1
 	for i, l := range lines {
-		ind[i] = -1
+		fl[i].owner = -1
 		trimmed := strings.TrimSpace(l)
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "{{") {
+			fl[i].owner = owner
 			continue
 		}
 		if l[0] != ' ' && l[0] != '-' {
-			block, itemIndent = "", -1
+			block, owner, keyIndent = "", -1, -1
 			switch {
 			case strings.HasPrefix(l, "releases:"):
 				block = "releases"
 			case strings.HasPrefix(l, "helmDefaults:"):
-				block = "helmDefaults"
+				block, owner = "helmDefaults", i
 			}
 			continue
 		}
 		lead := len(l) - len(strings.TrimLeft(l, " "))
-		switch block {
-		case "releases":
-			if itemIndent < 0 && strings.HasPrefix(trimmed, "- ") {
-				itemIndent = lead
-			}
-			if itemIndent >= 0 {
-				// "- key:" on the item's line, or "key:" under it.
-				ind[i] = itemIndent + 2
-			}
-		case "helmDefaults":
-			if itemIndent < 0 {
-				itemIndent = lead
-			}
-			ind[i] = itemIndent
+		switch {
+		case block == "releases" && strings.HasPrefix(trimmed, "- ") && (keyIndent < 0 || lead+2 == keyIndent):
+			owner, keyIndent = i, lead+2
+		case block == "helmDefaults" && keyIndent < 0:
+			keyIndent = lead
+		}
+		fl[i].owner = owner
+		if m := fieldRE.FindStringSubmatch(l); m != nil && owner >= 0 && len(m[1])+len(m[2]) == keyIndent {
+			fl[i].field = m
 		}
 	}
-	return ind
+	return fl
 }
 
-// releaseHasInjector reports whether the release (or helmDefaults) whose
-// field line i is has an injector field.
-func releaseHasInjector(lines []string, i int, fieldIndent []int) bool {
-	start := i
-	for start > 0 && fieldIndent[start-1] == fieldIndent[i] && !strings.HasPrefix(strings.TrimSpace(lines[start]), "- ") {
-		start--
-	}
-	for j := start; j < len(lines) && fieldIndent[j] == fieldIndent[i]; j++ {
-		if j > start && strings.HasPrefix(strings.TrimSpace(lines[j]), "- ") && len(lines[j])-len(strings.TrimLeft(lines[j], " "))+2 == fieldIndent[i] {
-			break
-		}
-		if m := fieldRE.FindStringSubmatch(lines[j]); m != nil && len(m[1])+len(m[2]) == fieldIndent[i] && (m[3] == "injector" || m[3] == "injectors") {
+// ownerHasInjector reports whether the owner of line i has an injector
+// field.
+func (fl fieldLineList) ownerHasInjector(i int) bool {
+	for _, l := range fl {
+		if l.owner == fl[i].owner && l.field != nil && (l.field[3] == "injector" || l.field[3] == "injectors") {
 			return true
 		}
 	}
