@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/rest"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -299,31 +300,16 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if err != nil {
 		return nil, err
 	}
-	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
+	// diff's --api-versions (apply has no such flag: the SDK's install
+	// would discover the server's own).
+	caps, restConfig, err := clusterFacts(cfg, name, o.kubeVersion, o.render.APIVersions)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
-	}
-	caps, err := chartify.ClusterCapabilities(dc)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, err
 	}
 	if o.kubeVersion == "" {
 		// The SDK's install and upgrade ask the API server the same
 		// questions again unless told the answers.
 		cfg.Capabilities = caps
-	} else {
-		kv, err := chartutil.ParseKubeVersion(o.kubeVersion)
-		if err != nil {
-			return nil, fmt.Errorf("--kube-version %q: %w", o.kubeVersion, err)
-		}
-		caps.KubeVersion = *kv
-	}
-	// diff's --api-versions (apply has no such flag: the SDK's install
-	// would discover the server's own).
-	caps.APIVersions = append(caps.APIVersions, o.render.APIVersions...)
-	restConfig, err := cfg.RESTClientGetter.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
 	opts := chartify.RenderOptions{
 		ReleaseName:          name,
@@ -365,6 +351,33 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 		}
 	}
 	return pl, nil
+}
+
+// clusterFacts asks the cluster for its capabilities, with a
+// --kube-version override and extra --api-versions applied, and returns the
+// REST config that lets lookup reach it.
+func clusterFacts(cfg *action.Configuration, name, kubeVersion string, apiVersions []string) (*chartutil.Capabilities, *rest.Config, error) {
+	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	caps, err := chartify.ClusterCapabilities(dc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	if kubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(kubeVersion)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--kube-version %q: %w", kubeVersion, err)
+		}
+		caps.KubeVersion = *kv
+	}
+	caps.APIVersions = append(caps.APIVersions, apiVersions...)
+	restConfig, err := cfg.RESTClientGetter.ToRESTConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	return caps, restConfig, nil
 }
 
 // Chooser decides, once the chart is rendered, which version of each

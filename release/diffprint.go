@@ -245,7 +245,7 @@ func writeDiffJSON(w io.Writer, r *DiffResult, changes []Change) error {
 	return enc.Encode(out)
 }
 
-func isSecret(c Change) bool { return c.ID.Kind == "Secret" && c.ID.APIVersion == "v1" }
+func isSecret(c Change) bool { return isSecretID(c.ID) }
 
 // maskSecretPair hides the values of a Secret's data and stringData while
 // still showing which keys change: an unchanged value reads

@@ -39,7 +39,7 @@ func manifestStream(docs []manifest.Document) string {
 	var b bytes.Buffer
 	for _, d := range docs {
 		if d.Hook == "" {
-			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", d.Source, d.Content)
+			_ = writeSourced(&b, d) // a bytes.Buffer does not fail
 		}
 	}
 	return b.String()

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -71,13 +71,9 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 		}
 	}
 	if t.Validate {
-		var b strings.Builder
-		for _, d := range r.Documents {
-			if !d.Empty() {
-				fmt.Fprintf(&b, "---\n%s\n", d.Content)
-			}
-		}
-		if _, err := t.Cluster.KubeClient.Build(strings.NewReader(b.String()), true); err != nil {
+		// Documents of comments only create nothing.
+		docs := slices.DeleteFunc(slices.Clone(r.Documents), manifest.Document.Empty)
+		if _, err := t.Cluster.KubeClient.Build(strings.NewReader(manifest.Join(docs)), true); err != nil {
 			return nil, fmt.Errorf("release %q: validating against the cluster: %w", name, err)
 		}
 	}
@@ -87,26 +83,11 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 // connect renders with the cluster's capabilities (the user's
 // --kube-version and --api-versions still apply) and live lookups.
 func (t *Template) connect(name string, opts *chartify.RenderOptions) error {
-	dc, err := t.Cluster.RESTClientGetter.ToDiscoveryClient()
+	caps, restConfig, err := clusterFacts(t.Cluster, name, t.KubeVersion, t.Render.APIVersions)
 	if err != nil {
-		return fmt.Errorf("connecting to Kubernetes: %w", err)
+		return err
 	}
-	caps, err := chartify.ClusterCapabilities(dc)
-	if err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	if t.KubeVersion != "" {
-		kv, err := chartutil.ParseKubeVersion(t.KubeVersion)
-		if err != nil {
-			return fmt.Errorf("--kube-version %q: %w", t.KubeVersion, err)
-		}
-		caps.KubeVersion = *kv
-	}
-	caps.APIVersions = append(caps.APIVersions, t.Render.APIVersions...)
-	opts.Capabilities = caps
-	if opts.RESTConfig, err = t.Cluster.RESTClientGetter.ToRESTConfig(); err != nil {
-		return fmt.Errorf("connecting to Kubernetes: %w", err)
-	}
+	opts.Capabilities, opts.RESTConfig = caps, restConfig
 	return nil
 }
 
@@ -136,7 +117,7 @@ func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
 	// One write per document would be a system call each on a pipe.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for _, d := range docs {
-		if _, err := fmt.Fprintf(bw, "---\n# Source: %s\n%s\n", d.Source, d.Content); err != nil {
+		if err := writeSourced(bw, d); err != nil {
 			return err
 		}
 	}
@@ -169,7 +150,7 @@ func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(f, "---\n# Source: %s\n%s\n", d.Source, d.Content)
+		err = writeSourced(f, d)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -179,6 +160,35 @@ func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error
 		written[p] = true
 	}
 	return nil
+}
+
+// writeSourced writes one document as Helm frames it in a rendered
+// manifest: "---", its "# Source:" comment, the document.
+func writeSourced(w io.Writer, d manifest.Document) error {
+	_, err := fmt.Fprintf(w, "---\n# Source: %s\n%s\n", d.Source, d.Content)
+	return err
+}
+
+// hiddenSecret is what helm's --hide-secret prints instead of a Secret.
+const hiddenSecret = "# HIDDEN: The Secret output has been suppressed"
+
+func isSecretID(id manifest.ID) bool { return id.Kind == "Secret" && id.APIVersion == "v1" }
+
+// HideSecrets replaces each Secret of a release manifest (documents led by
+// their "# Source:" comment) by helm's --hide-secret comment.
+func HideSecrets(stored string) (string, error) {
+	docs, err := manifestDocuments(stored)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, d := range docs {
+		if isSecretID(d.ID) {
+			d.Content = hiddenSecret
+		}
+		_ = writeSourced(&b, d) // a strings.Builder does not fail
+	}
+	return b.String(), nil
 }
 
 func selectDocs(r *chartify.Rendered, o PrintOptions) ([]manifest.Document, error) {
@@ -192,8 +202,8 @@ func selectDocs(r *chartify.Rendered, o PrintOptions) ([]manifest.Document, erro
 		if d.Hook != "" && (o.DisableHooks || (o.SkipTests && d.IsTestHook())) {
 			continue
 		}
-		if o.HideSecret && d.Hook == "" && d.ID.Kind == "Secret" && d.ID.APIVersion == "v1" {
-			d.Content = "# HIDDEN: The Secret output has been suppressed"
+		if o.HideSecret && d.Hook == "" && isSecretID(d.ID) {
+			d.Content = hiddenSecret
 		}
 		docs = append(docs, d)
 	}

@@ -3,14 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/cli"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
-	"github.com/helm-inject/helm-inject/manifest"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -185,7 +183,10 @@ func printRelease(w io.Writer, res *release.Result, o printReleaseOptions) error
 	if o.dryRun {
 		m := rel.Manifest
 		if o.hideSecret {
-			m = hideSecrets(m)
+			var err error
+			if m, err = release.HideSecrets(m); err != nil {
+				return fmt.Errorf("release %q: %w", rel.Name, err)
+			}
 		}
 		fmt.Fprintf(w, "Release %q would be %s (dry run). Manifest:\n%s", rel.Name, verb, m)
 		return nil
@@ -193,20 +194,6 @@ func printRelease(w io.Writer, res *release.Result, o printReleaseOptions) error
 	fmt.Fprintf(w, "Release %q has been %s.\n", rel.Name, verb)
 	printStatus(w, rel, o.hideNotes)
 	return nil
-}
-
-// hideSecrets replaces each Secret of a release manifest by helm's
-// --hide-secret comment.
-func hideSecrets(m string) string {
-	var b strings.Builder
-	for _, part := range manifest.Split(m) {
-		source, body, _ := strings.Cut(part, "\n")
-		if d, err := manifest.Parse("", body); err == nil && d.ID.Kind == "Secret" && d.ID.APIVersion == "v1" {
-			body = "# HIDDEN: The Secret output has been suppressed"
-		}
-		fmt.Fprintf(&b, "---\n%s\n%s\n", source, body)
-	}
-	return b.String()
 }
 
 func printStatus(w io.Writer, rel *helmrelease.Release, hideNotes bool) {
