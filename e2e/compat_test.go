@@ -341,3 +341,93 @@ func TestHelmFlagsOnApply(t *testing.T) {
 		t.Errorf("apply without --hide-notes:\n%s", out)
 	}
 }
+
+// TestHelmRenderFlags: helm's rendering and printing flags do what helm's
+// do, on a chart with a file:// dependency, notes in both charts, a DNS
+// lookup, a cluster lookup and a Secret.
+func TestHelmRenderFlags(t *testing.T) {
+	ns := namespace(t)
+	tmp := t.TempDir()
+	testfs.Write(t, tmp, map[string]string{
+		"main/Chart.yaml":          "apiVersion: v2\nname: main\nversion: 0.1.0\ndependencies:\n- name: sub\n  version: 0.1.0\n  repository: file://../sub\n",
+		"main/values.yaml":         "bogus: false\n",
+		"main/templates/NOTES.txt": "main notes\n",
+		"main/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-main
+data:
+  dns: {{ getHostByName "localhost" | quote }}
+  looked: {{ dig "data" "v" "none" (lookup "v1" "ConfigMap" .Release.Namespace "live") | quote }}
+`,
+		"main/templates/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-s\nstringData:\n  password: hunter2\n",
+		"main/templates/bogus.yaml":  "{{- if .Values.bogus }}\napiVersion: example.com/v1\nkind: NoSuchKind\nmetadata:\n  name: x\n{{- end }}\n",
+		"sub/Chart.yaml":             "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"sub/templates/NOTES.txt":    "sub notes\n",
+		"sub/templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sub\n",
+	})
+	chart := filepath.Join(tmp, "main")
+	tmpl := func(extra ...string) result {
+		return helmInject(t, append([]string{"template", "fl", chart, "-n", ns, "--inject", "sidecar-injector FILE"}, extra...)...)
+	}
+	if r := tmpl(); r.code == 0 || !strings.Contains(r.stderr, "--dependency-update") {
+		t.Fatalf("a chart with its dependency missing, without --dependency-update:\n%s", r)
+	}
+	r := tmpl("--dependency-update")
+	if r.code != 0 || !strings.Contains(r.stdout, "name: fl-sub") || !strings.Contains(r.stdout, `dns: ""`) || !strings.Contains(r.stdout, `looked: "none"`) {
+		t.Fatalf("template --dependency-update (no DNS, no cluster lookup):\n%s", r)
+	}
+	if r := tmpl("--enable-dns"); r.code != 0 || strings.Contains(r.stdout, `dns: ""`) || !strings.Contains(r.stdout, "dns: ") {
+		t.Errorf("template --enable-dns resolves localhost:\n%s", r)
+	}
+	_, err := clientset(t).CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns}, Data: map[string]string{"v": "here"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tmpl("--dry-run=server"); r.code != 0 || !strings.Contains(r.stdout, `looked: "here"`) {
+		t.Errorf("template --dry-run=server looks the ConfigMap up in the cluster:\n%s", r)
+	}
+	if r := tmpl("--dry-run"); r.code != 0 || !strings.Contains(r.stdout, `looked: "none"`) {
+		t.Errorf("template --dry-run (client) stays offline:\n%s", r)
+	}
+	if r := tmpl("--set", "bogus=true"); r.code != 0 {
+		t.Errorf("template of an unknown kind without --validate:\n%s", r)
+	}
+	if r := tmpl("--set", "bogus=true", "--validate"); r.code == 0 || !strings.Contains(r.stderr, "NoSuchKind") {
+		t.Errorf("template --validate of an unknown kind:\n%s", r)
+	}
+	if r := tmpl("--hide-secret"); r.code != 0 || strings.Contains(r.stdout, "hunter2") || !strings.Contains(r.stdout, "# Source: main/templates/secret.yaml\n# HIDDEN: The Secret output has been suppressed\n") {
+		t.Errorf("template --hide-secret:\n%s", r)
+	}
+	if r := tmpl(); !strings.Contains(r.stdout, "hunter2") {
+		t.Errorf("template without --hide-secret shows the Secret:\n%s", r)
+	}
+	out := t.TempDir()
+	if r := tmpl("--output-dir", out, "--release-name"); r.code != 0 {
+		t.Fatalf("template --output-dir --release-name:\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(out, "fl", "main", "templates", "cm.yaml")); err != nil {
+		t.Errorf("--release-name: %v", err)
+	}
+
+	apply := func(name string, extra ...string) result {
+		return helmInject(t, append([]string{"apply", name, chart, "-n", ns, "--inject", "sidecar-injector FILE"}, extra...)...)
+	}
+	if r := apply("hs", "--hide-secret"); r.code == 0 || !strings.Contains(r.stderr, "--hide-secret needs --dry-run") || revisionCount(t, "hs", ns) != 0 {
+		t.Errorf("apply --hide-secret without --dry-run:\n%s", r)
+	}
+	if r := apply("hs", "--dry-run", "--hide-secret"); r.code != 0 || strings.Contains(r.stdout, "hunter2") || !strings.Contains(r.stdout, "# HIDDEN: The Secret output has been suppressed") || revisionCount(t, "hs", ns) != 0 {
+		t.Errorf("apply --dry-run --hide-secret:\n%s", r)
+	}
+	if r := apply("notes", "--render-subchart-notes"); r.code != 0 || !strings.Contains(r.stdout, "NOTES:\nmain notes\n\nsub notes") {
+		t.Errorf("apply --render-subchart-notes:\n%s", r)
+	}
+	if r := apply("plain"); r.code != 0 || !strings.Contains(r.stdout, "NOTES:\nmain notes") || strings.Contains(r.stdout, "sub notes") {
+		t.Errorf("apply without --render-subchart-notes:\n%s", r)
+	}
+	if got := mustHelm(t, "get", "notes", "notes", "-n", ns).stdout; !strings.Contains(got, "sub notes") {
+		t.Errorf("helm get notes after --render-subchart-notes:\n%s", got)
+	}
+}
