@@ -116,3 +116,26 @@ func TestMaskSecretPair(t *testing.T) {
 		}
 	}
 }
+
+// TestStripTrailingCR: a change only in line endings is hidden with
+// --strip-trailing-cr (and still counted); a real change is shown.
+func TestStripTrailingCR(t *testing.T) {
+	id := manifest.ID{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "c"}
+	res := &DiffResult{Release: "r", Installed: true, Changes: []Change{
+		{Type: Changed, ID: id, Before: "data:\r\n  a: b\r\n", After: "data:\n  a: b\n"},
+	}}
+	var out bytes.Buffer
+	if err := WriteDiff(&out, res, DiffPrintOptions{StripTrailingCR: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "has changed") || !strings.Contains(out.String(), "1 more resource change") || !res.HasChanges() {
+		t.Errorf("with --strip-trailing-cr:\n%s", out.String())
+	}
+	out.Reset()
+	if err := WriteDiff(&out, res, DiffPrintOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "n, c, ConfigMap (v1) has changed:") {
+		t.Errorf("without --strip-trailing-cr:\n%s", out.String())
+	}
+}

@@ -205,3 +205,35 @@ func TestCompatibilityDoc(t *testing.T) {
 		t.Errorf("%s is out of date (-want +got); run go test ./internal/cli -run TestCompatibilityDoc -update:\n%s", doc, diff)
 	}
 }
+
+// TestCompatFlagsParse: no-op flags take what helm's take (a bare bool,
+// a duration, a value), refused flags fail with the replacement named, and
+// --dry-run takes helm's modes.
+func TestCompatFlagsParse(t *testing.T) {
+	tests := []struct {
+		path    string
+		args    []string
+		wantErr string
+	}{
+		{"template", []string{"--wait", "--timeout", "5m", "--labels", "a=b", "--atomic", "--skip-crds", "--adopt", "Deployment/x"}, ""},
+		{"template", []string{"--timeout", "soon"}, "invalid argument"},
+		{"template", []string{"--generate-name"}, "give the release NAME"},
+		{"template", []string{"--name-template", "x-{{ randAlpha 3 }}"}, "give the release NAME"},
+		{"diff upgrade", []string{"--three-way-merge"}, "use kubectl diff"},
+		{"diff upgrade", []string{"--suppress-label", "app"}, "use --suppress-output-line-regex"},
+		{"diff upgrade", []string{"--normalize-manifests", "-D", "0.5", "--take-ownership", "-q"}, ""},
+		{"apply", []string{"--dry-run=server", "-i"}, ""},
+		{"apply", []string{"--dry-run=sometimes"}, "want none, client or server"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+			err := findCommand(t, tt.path).ParseFlags(tt.args)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
