@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,9 +12,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -429,5 +433,51 @@ data:
 	}
 	if got := mustHelm(t, "get", "notes", "notes", "-n", ns).stdout; !strings.Contains(got, "sub notes") {
 		t.Errorf("helm get notes after --render-subchart-notes:\n%s", got)
+	}
+}
+
+// TestRecreatePods: helm's --recreate-pods restarts a workload's pods after
+// an upgrade that did not touch the pod template; without it they stay.
+func TestRecreatePods(t *testing.T) {
+	ns := namespace(t)
+	chart := t.TempDir()
+	testfs.Write(t, chart, propertyChart)
+	apply := func(extra ...string) {
+		mustHelmInject(t, append([]string{"apply", "rp", chart, "-n", ns, "--wait", "--timeout", "2m"}, extra...)...)
+	}
+	pods := func() map[string]bool {
+		list, err := clientset(t).CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app=prop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids := map[string]bool{}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				uids[string(p.UID)] = true
+			}
+		}
+		return uids
+	}
+	apply()
+	apply() // the chart renders .Release.IsUpgrade: the first upgrade rolls
+	before := pods()
+	if len(before) == 0 {
+		t.Fatal("no running pods")
+	}
+	apply("--labels", "team=a")
+	if got := pods(); !maps.Equal(got, before) {
+		t.Errorf("pods changed without --recreate-pods: %v -> %v", before, got)
+	}
+	apply("--labels", "team=b", "--recreate-pods")
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for uid := range pods() {
+			if before[uid] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("the pods of before the upgrade are still there after --recreate-pods: %v, now %v", before, pods())
 	}
 }
