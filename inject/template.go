@@ -18,7 +18,6 @@ import (
 	"text/template"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/Masterminds/sprig/v3"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -44,7 +43,7 @@ type Definition struct {
 	Description string      `yaml:"description,omitempty"`
 	Parameters  []Parameter `yaml:"parameters,omitempty"`
 	Select      Selection   `yaml:"select,omitempty"`
-	// Template is a Go template (with sprig functions) that renders a YAML
+	// Template is a Go template (with TemplateFuncs) that renders a YAML
 	// mapping of what to add to each selected pod template; see Patch.
 	Template string `yaml:"template"`
 
@@ -120,7 +119,7 @@ func ParseDefinition(file string, data []byte) (*Definition, error) {
 			return nil, fmt.Errorf("injector definition %s: select.names glob %q: %w", file, g, err)
 		}
 	}
-	t, err := template.New(d.Name + "@" + d.Version).Funcs(sprig.TxtFuncMap()).Option("missingkey=error").Parse(d.Template)
+	t, err := parseTemplate(d.Name+"@"+d.Version, d.Template)
 	if err != nil {
 		return nil, fmt.Errorf("injector definition %s: template: %w", file, err)
 	}
