@@ -1,11 +1,18 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestNothingRunsThroughAShell: shell syntax in a release name, in values
@@ -87,4 +94,93 @@ func TestDebugOutputHidesSecrets(t *testing.T) {
 	leaks("diff upgrade --debug", r)
 	r = command{}.mustRun(t, filepath.Join(binDir, "helm-inject"), append([]string{"apply", "hush", apiChart, "-f", values}, inj...)...)
 	leaks("apply --debug (upgrade)", r)
+}
+
+// storedReleases returns every revision of a release as Helm stores it in
+// the cluster (the decoded JSON of its Secrets), so a test can check what
+// is recorded, whatever command prints it.
+func storedReleases(t *testing.T, ns, name string) string {
+	t.Helper()
+	list, err := clientset(t).CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) == 0 {
+		t.Fatalf("no stored revision of %s", name)
+	}
+	var all strings.Builder
+	for _, s := range list.Items {
+		raw, err := base64.StdEncoding.DecodeString(string(s.Data["release"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gz, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(gz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	return all.String()
+}
+
+// TestCredentialsNeverRecorded: a chart URL with user:password and an
+// injector spec with a --token reach the chart server and the injector,
+// but no revision stored in the cluster and no output of apply, status,
+// list, diff or an error holds them.
+func TestCredentialsNeverRecorded(t *testing.T) {
+	ns := namespace(t)
+	const user, password, token = "robot", "chart-pass-4711", "inj-token-0815"
+	dir := t.TempDir()
+	mustHelm(t, "package", webappChart, "-d", dir)
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ref := "http://" + user + ":" + password + "@" + host + "/webapp-1.4.2.tgz"
+	spec := "sidecar-injector --token " + token + " FILE"
+	leaks := func(what, out string) {
+		t.Helper()
+		for _, s := range []string{password, token} {
+			if strings.Contains(out, s) {
+				t.Errorf("%s holds the credential %q:\n%s", what, s, out)
+			}
+		}
+	}
+
+	r := mustHelmInject(t, "apply", "credrel", ref, "-n", ns, "--inject", spec)
+	leaks("apply's output", r.stdout+r.stderr)
+	if w := workloads(t, mustHelm(t, "get", "manifest", "credrel", "-n", ns).stdout)["Deployment/credrel-web"]; !contains(w.containers, "sidecar") {
+		t.Fatalf("the chart was not fetched and injected: containers %v", w.containers)
+	}
+	stored := storedReleases(t, ns, "credrel")
+	leaks("the stored release", stored)
+	if !strings.Contains(stored, `http://xxxxx@`+host) || !strings.Contains(stored, `--token xxxxx FILE`) {
+		t.Errorf("the stored release does not record the redacted source and spec:\n%.2000s", stored)
+	}
+	st := mustHelmInject(t, "status", "credrel", "-n", ns)
+	leaks("status", st.stdout)
+	if !strings.Contains(st.stdout, "xxxxx") {
+		t.Errorf("status shows no redacted source:\n%s", st.stdout)
+	}
+	leaks("list", mustHelmInject(t, "list", "-n", ns, "-o", "json").stdout)
+	d := helmInject(t, "diff", "upgrade", "credrel", ref, "-n", ns, "--inject", "sidecar-injector --token other-token FILE")
+	leaks("diff", d.stdout+d.stderr)
+
+	// A wrong password fails, and the error names the chart without it.
+	bad := "http://" + user + ":wrong-" + password + "@" + host + "/webapp-1.4.2.tgz"
+	r = helmInject(t, "apply", "credrel", bad, "-n", ns, "--inject", spec)
+	if r.code == 0 || !strings.Contains(r.stderr, "http://xxxxx@"+host) {
+		t.Errorf("apply with a wrong password:\n%s", r)
+	}
+	leaks("the error", r.stderr)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -120,7 +121,7 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 	for n, part := range parts {
 		d, err := manifest.Parse("", part)
 		if err != nil {
-			return nil, fmt.Errorf("output document %d of %d: %w\n%s", n+1, len(parts), err, excerpt(part))
+			return nil, fmt.Errorf("output document %d of %d: %w\n%s", n+1, len(parts), err, excerpt(redact.SecretValues(part)))
 		}
 		if d.Empty() {
 			continue // comments an injector wrote; nothing Helm would create
@@ -201,7 +202,8 @@ func describeChanges(dropped, added []manifest.ID, namespace string) string {
 	return strings.Join(msg, "; ")
 }
 
-// excerpt returns the first lines of a document for an error message.
+// excerpt returns the first lines of a document for an error message;
+// callers mask a Secret's values first.
 func excerpt(s string) string {
 	lines := strings.SplitN(s, "\n", 6)
 	if len(lines) > 5 {

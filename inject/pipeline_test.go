@@ -195,3 +195,41 @@ func TestPipelineRemovesItsTemporaryFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidOutputExcerptHidesSecretValues: when an injector prints an
+// invalid Secret, in block or compact form, the error quotes where it went
+// wrong but none of the Secret's values; other documents are quoted as
+// they are.
+func TestInvalidOutputExcerptHidesSecretValues(t *testing.T) {
+	const value = "c3VwZXItc2VjcmV0LXRva2Vu"
+	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  token: " + value
+	in := docs(t, secret)
+	tests := []struct{ name, printed, shown string }{
+		{"block, broken in the data", "kind: Secret\ndata:\n  token: " + value + "\n  extra: [\napiVersion: v1\nmetadata:\n  name: creds", "kind: Secret"},
+		{"compact", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"creds"},"data":{"token":"` + value + `"`, "xxxxx"},
+		{"stringData without kind", "apiVersion: v1\nstringData:\n  token: " + value + "\n  x: [", "stringData:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.yaml")
+			if err := os.WriteFile(out, []byte(tt.printed), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p := &Pipeline{Injectors: []Injector{mustCommand(t, "cat "+out)}}
+			_, _, err := p.Run(t.Context(), in, Env{Release: "shop", Namespace: "ns"})
+			if err == nil {
+				t.Fatal("invalid output was accepted")
+			}
+			if strings.Contains(err.Error(), value) || !strings.Contains(err.Error(), "invalid YAML") || !strings.Contains(err.Error(), tt.shown) {
+				t.Errorf("error quotes the Secret's value or misses %q:\n%s", tt.shown, err)
+			}
+		})
+	}
+	// A ConfigMap's excerpt keeps its values: they help find the fault.
+	out := filepath.Join(t.TempDir(), "out.yaml")
+	_ = os.WriteFile(out, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata: {level: debug, x: ["), 0o600)
+	p := &Pipeline{Injectors: []Injector{mustCommand(t, "cat "+out)}}
+	if _, _, err := p.Run(t.Context(), docs(t, cmC), Env{Release: "shop", Namespace: "ns"}); err == nil || !strings.Contains(err.Error(), "level: debug") {
+		t.Errorf("ConfigMap excerpt: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -425,17 +426,18 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 		}
 	}
 	// A built-in injector is recorded by version and the digest of its
-	// definition and parameters; an external one by its spec and a digest
-	// of what it produced.
+	// definition and parameters; an external one by its spec (credentials
+	// redacted: the record is stored in every revision) and a digest of
+	// what it produced.
 	records := make([]chartify.InjectorRecord, 0, len(steps))
 	for _, st := range steps {
-		rec := chartify.InjectorRecord{Name: st.Injector.Name(), Digest: st.OutputDigest}
+		rec := chartify.InjectorRecord{Name: redact.String(st.Injector.Name()), Digest: st.OutputDigest}
 		if ti, ok := st.Injector.(*inject.TemplateInjector); ok {
 			rec = chartify.InjectorRecord{Name: ti.Def.Name, Version: ti.Def.Version, Digest: ti.Digest()}
 		}
 		records = append(records, rec)
 	}
-	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: src.Ref, Injectors: records, RenderedDigest: digest})
+	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Injectors: records, RenderedDigest: digest})
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -121,6 +122,10 @@ func injectorRecords(ann map[string]string) []chartify.InjectorRecord {
 	var recs []chartify.InjectorRecord
 	if s := ann[chartify.AnnotationInjectors]; s != "" {
 		_ = json.Unmarshal([]byte(s), &recs)
+	}
+	// Revisions written before specs were redacted may hold credentials.
+	for i := range recs {
+		recs[i].Name = redact.String(recs[i].Name)
 	}
 	return recs
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/redact"
 )
 
 // InjectorState is one injector of a release, with what the library
@@ -93,7 +94,7 @@ func releaseState(rel *release.Release, lib *inject.Library) *ReleaseState {
 	st := &ReleaseState{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Status: rel.Info.Status.String(), Injectors: []InjectorState{}}
 	if md := rel.Chart.Metadata; md != nil {
 		st.Chart = md.Name + "-" + md.Version
-		st.Source = md.Annotations[chartify.AnnotationSource]
+		st.Source = redact.String(md.Annotations[chartify.AnnotationSource])
 		for _, r := range injectorRecords(md.Annotations) {
 			is := InjectorState{Name: r.Name, Version: r.Version}
 			if lib != nil && r.Version != "" {

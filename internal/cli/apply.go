@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
+	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -215,5 +216,5 @@ func debugLog(settings *cli.EnvSettings, w io.Writer) func(string, ...any) {
 	if !settings.Debug {
 		return nil
 	}
-	return func(format string, v ...any) { fmt.Fprintf(w, "[debug] "+format+"\n", v...) }
+	return func(format string, v ...any) { fmt.Fprintln(w, "[debug]", redact.String(fmt.Sprintf(format, v...))) }
 }

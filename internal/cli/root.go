@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/cli"
+
+	"github.com/helm-inject/helm-inject/internal/redact"
 )
 
 const rootLong = `helm-inject renders a Helm chart, injects sidecars into every rendered
@@ -39,7 +41,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "Error: %v\n", err)
+	// Errors often quote a chart reference or an injector spec.
+	fmt.Fprintf(stderr, "Error: %s\n", redact.String(err.Error()))
 	return 1
 }
 

@@ -1,0 +1,42 @@
+package redact
+
+import "testing"
+
+func TestString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://user:tok3n@charts.example/c-1.0.0.tgz", "https://xxxxx@charts.example/c-1.0.0.tgz"},
+		{"https://tok3n@charts.example/c.tgz", "https://xxxxx@charts.example/c.tgz"},
+		{"oci://registry.example/charts/web@sha256:abcd", "oci://registry.example/charts/web@sha256:abcd"},
+		{"oci://robot:pw@registry.example/charts/web", "oci://xxxxx@registry.example/charts/web"},
+		{"https://s3.example/c.tgz?X-Amz-Signature=abc123&X-Amz-Date=2026", "https://s3.example/c.tgz?X-Amz-Signature=xxxxx&X-Amz-Date=2026"},
+		{"https://charts.example/c.tgz?access_token=abc&v=1", "https://charts.example/c.tgz?access_token=xxxxx&v=1"},
+		{"my-injector --token s3cr3t FILE", "my-injector --token xxxxx FILE"},
+		{"my-injector --api-key=s3cr3t FILE", "my-injector --api-key=xxxxx FILE"},
+		{"my-injector --password 'a b c' FILE", "my-injector --password xxxxx FILE"},
+		{"sidecar-injector f=FILE,token=s3cr3t,image=proxy:1", "sidecar-injector f=FILE,token=xxxxx,image=proxy:1"},
+		{"sidecar-injector f=FILE clientSecret=s3cr3t", "sidecar-injector f=FILE clientSecret=xxxxx"},
+		{"proxy --auth-enabled --image x FILE", "proxy --auth-enabled --image x FILE"},
+		{"istioctl kube-inject -f FILE --meshConfigFile mesh.yaml", "istioctl kube-inject -f FILE --meshConfigFile mesh.yaml"},
+		{"./charts/web", "./charts/web"},
+		{`release "web": chart https://u:p@host/c.tgz: 401`, `release "web": chart https://xxxxx@host/c.tgz: 401`},
+	}
+	for _, tt := range tests {
+		if got := String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSecretValues(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: ns\ntype: Opaque\ndata:\n  token: c2VjcmV0\n  cert: |\n    -----BEGIN\n  - item",
+			"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: ns\ntype: Opaque\ndata:\n  token: xxxxx\n  cert: xxxxx\n    xxxxx\n  - xxxxx"},
+		{`{"kind":"Secret","data":{"a":"b"}}`, `xxxxx`},
+		{"kind: ConfigMap\ndata:\n  a: b", "kind: ConfigMap\ndata:\n  a: b"},
+	}
+	for _, tt := range tests {
+		if got := SecretValues(tt.in); got != tt.want {
+			t.Errorf("SecretValues(%q) =\n%s\nwant\n%s", tt.in, got, tt.want)
+		}
+	}
+}
