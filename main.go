@@ -6,17 +6,17 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/helm-inject/helm-inject/helmfile"
 	"github.com/helm-inject/helm-inject/internal/cli"
+	"github.com/helm-inject/helm-inject/internal/interrupt"
 )
 
 func main() {
-	// Ctrl-C and SIGTERM cancel the context: injectors are killed and
+	// Ctrl-C and SIGTERM cancel the context: injectors are killed,
+	// helm and helmfile get the same signal and time to settle, and
 	// temporary files are removed before the process exits.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interrupt.NotifyContext(context.Background())
 	var code int
 	if os.Getenv(helmfile.EnvAsHelm) != "" {
 		// Run by helmfile as its helm binary (see helmfile/shim.go).

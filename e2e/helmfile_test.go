@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
 	"github.com/helm-inject/helm-inject/internal/testfs"
@@ -351,5 +356,73 @@ func TestHelmfileBasesAndNested(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(d, ".helm-inject-*")); len(left) != 0 {
 			t.Errorf("translated state files left behind: %v", left)
 		}
+	}
+}
+
+// TestShimRefusesToRunItself: a "real helm" that is helm-inject itself
+// (by path, by name on PATH, a copy, or a script that runs it) is refused with an error that says
+// what to set, instead of helm-inject starting itself without end; the
+// wrapper refuses such a --helm-binary before helmfile starts.
+func TestShimRefusesToRunItself(t *testing.T) {
+	self := filepath.Join(binDir, "helm-inject")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "helm")
+	if err := os.WriteFile(copied, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "helm")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+self+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// run starts helm-inject in a process group of its own and kills the
+	// whole group at the end, so a chain of helm-injects cannot outlive a
+	// failing test.
+	run := func(env []string, args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, self, args...)
+		cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Env = append(cmd.Env, env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if ctx.Err() != nil {
+			t.Fatalf("helm-inject %v with %v did not end within a minute", args, env)
+		}
+		return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+	}
+	tests := []struct {
+		name string
+		helm string
+		want string
+	}{
+		{"by path", self, "HELM_INJECT_HELM=" + self + " is helm-inject itself"},
+		{"by name on PATH", "helm-inject", "HELM_INJECT_HELM=helm-inject is helm-inject itself"},
+		{"a copy", copied, "HELM_INJECT_HELM=" + copied + " is helm-inject itself"},
+		{"a script that runs it", script, "handed this call to " + script + " 3 times in a row"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run([]string{"HELM_INJECT_AS_HELM=1", "HELM_INJECT_HELM=" + tt.helm}, "version", "--short")
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "set HELM_INJECT_HELM to the real helm binary") {
+				t.Errorf("want exit 1 and %q:\n%s", tt.want, r)
+			}
+		})
+	}
+	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeState(t, "helmfile.yaml", "releases: []\n")
+	r := run([]string{"HELMFILE_BINARY=" + hf}, "helmfile", "--file", filepath.Join(dir, "helmfile.yaml"), "--helm-binary", self, "list")
+	if r.code != 1 || !strings.Contains(r.stderr, "the helm binary "+self+" (--helm-binary") || !strings.Contains(r.stderr, "is helm-inject itself") {
+		t.Errorf("helmfile --helm-binary helm-inject:\n%s", r)
 	}
 }

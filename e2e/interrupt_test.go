@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/helm-inject/helm-inject/internal/testenv"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
@@ -182,27 +183,7 @@ func TestInterruptWhileFetchingTheChart(t *testing.T) {
 // the next apply finishes the job from there.
 func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 	ns := namespace(t)
-	chart := filepath.Join(t.TempDir(), "stuck")
-	testfs.Write(t, chart, map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
-		"values.yaml": "nodeSelector: {}\n",
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  selector:
-    matchLabels: {app: stuck}
-  template:
-    metadata:
-      labels: {app: stuck}
-    spec:
-      nodeSelector: {{ toJson .Values.nodeSelector }}
-      containers:
-        - name: app
-          image: registry.example/app:1
-`,
-	})
+	chart := stuckChart(t)
 	// With this selector no node fits: --wait waits until interrupted.
 	nowhere := []string{"--set-string", "nodeSelector.nowhere=true", "--wait", "--timeout", "5m"}
 	apply := func(extra ...string) []string {
@@ -277,4 +258,136 @@ func deploymentNodeSelector(t *testing.T, ns, name string) map[string]string {
 		t.Fatal(err)
 	}
 	return d.Spec.Template.Spec.NodeSelector
+}
+
+// stuckChart writes a chart with one Deployment whose nodeSelector comes
+// from values: with nodeSelector.nowhere set no node fits, and --wait
+// waits until it is interrupted.
+func stuckChart(t *testing.T) string {
+	t.Helper()
+	chart := filepath.Join(t.TempDir(), "stuck")
+	testfs.Write(t, chart, map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
+		"values.yaml": "nodeSelector: {}\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector:
+    matchLabels: {app: stuck}
+  template:
+    metadata:
+      labels: {app: stuck}
+    spec:
+      nodeSelector: {{ toJson .Values.nodeSelector }}
+      containers:
+        - name: app
+          image: registry.example/app:1
+`,
+	})
+	return chart
+}
+
+// TestInterruptHelmfileSync: Ctrl-C (SIGINT to the whole process group, as
+// a terminal sends it) or SIGTERM to helm-inject alone (as CI or kill
+// sends it), while `helm-inject helmfile sync` waits for an injected
+// release and a plain one, reaches helmfile and through it both helm
+// calls: both revisions end failed, never pending; helmfile's temporary
+// values files and helm-inject's own are gone; the exit code is
+// helmfile's, 130 or 143.
+func TestInterruptHelmfileSync(t *testing.T) {
+	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two charts: helmfile runs releases of one chart one after the other.
+	injected, plain := stuckChart(t), stuckChart(t)
+	for _, tt := range []struct {
+		sig   syscall.Signal
+		group bool
+		code  int
+	}{{syscall.SIGINT, true, 130}, {syscall.SIGTERM, false, 143}} {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			ns := namespace(t)
+			state := fmt.Sprintf(`releases:
+- name: waits-injected
+  namespace: %[1]s
+  chart: %[2]s
+  wait: true
+  timeout: 300
+  values:
+  - nodeSelector: {nowhere: "true"}
+  injector: "sidecar-injector f=FILE"
+- name: waits-plain
+  namespace: %[1]s
+  chart: %[3]s
+  wait: true
+  timeout: 300
+  values:
+  - nodeSelector: {nowhere: "true"}
+`, ns, injected, plain)
+			dir := writeState(t, "helmfile.yaml", state)
+			tmp := t.TempDir()
+			cmd := exec.Command(filepath.Join(binDir, "helm-inject"), "helmfile", "sync")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "HOME="+t.TempDir(),
+				"HELMFILE_BINARY="+hf, "HELMFILE_HELM_BINARY="+helmBin(t),
+				"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			c := command{env: []string{"HELM_NAMESPACE=" + ns}}
+			pending := func() bool {
+				_, a := releaseState(t, c, "waits-injected")
+				_, b := releaseState(t, c, "waits-plain")
+				return a == "pending-install" && b == "pending-install"
+			}
+			err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+				return pending(), nil
+			})
+			if err != nil {
+				t.Fatalf("the releases never became pending-install:\n%s", out.String())
+			}
+			if left, _ := os.ReadDir(tmp); len(left) == 0 {
+				t.Fatal("no temporary file while helmfile runs: the test cannot see a leak")
+			}
+			target := cmd.Process.Pid
+			if tt.group {
+				target = -target
+			}
+			if err := syscall.Kill(target, tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("helm-inject helmfile sync did not end within 2 minutes of %s:\n%s", tt.sig, out.String())
+			}
+			if code := cmd.ProcessState.ExitCode(); code != tt.code {
+				t.Errorf("exit code %d after %s, want %d (helmfile's):\n%s", code, tt.sig, tt.code, out.String())
+			}
+			for _, rel := range []string{"waits-injected", "waits-plain"} {
+				if v, st := releaseState(t, c, rel); v != 1 || st != "failed" {
+					t.Errorf("after %s, %s is revision %d %q, want 1 failed", tt.sig, rel, v, st)
+				}
+			}
+			var left []string
+			_ = filepath.WalkDir(tmp, func(p string, _ fs.DirEntry, _ error) error {
+				if p != tmp {
+					left = append(left, strings.TrimPrefix(p, tmp+"/"))
+				}
+				return nil
+			})
+			if len(left) != 0 {
+				t.Errorf("after %s, temporary files are left behind: %v", tt.sig, left)
+			}
+		})
+	}
 }

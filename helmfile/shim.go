@@ -10,13 +10,15 @@ package helmfile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/helm-inject/helm-inject/internal/interrupt"
 )
 
 // Environment variables of the shim.
@@ -122,36 +124,63 @@ func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return run(ctx, append(c.Rest, c.InjectArgs...), stdin, stdout, stderr)
 	}
 	helm, err := RealHelm()
+	depth, _ := strconv.Atoi(os.Getenv(envPassThroughDepth))
+	if err == nil && depth >= maxPassThroughDepth {
+		err = fmt.Errorf("helm-inject handed this call to %s %d times in a row: %s runs helm-inject again (a copy or a script); set %s to the real helm binary", helm, depth, helm, EnvRealHelm)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return 1
 	}
-	cmd := exec.CommandContext(ctx, helm, args...)
+	// Ctrl-C or SIGTERM is passed on: helm marks an interrupted
+	// revision failed instead of leaving it pending.
+	cmd := interrupt.Command(ctx, interrupt.HelmGrace, helm, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		fmt.Fprintf(stderr, "Error: running %s: %v\n", helm, err)
-		return 1
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", envPassThroughDepth, depth+1))
+	err = cmd.Run()
+	if code, ran := interrupt.ExitCode(cmd); ran {
+		return code
 	}
-	return 0
+	fmt.Fprintf(stderr, "Error: running %s: %v\n", helm, err)
+	return 1
 }
 
+// envPassThroughDepth counts how many shims in a row handed a call to
+// "the real helm": more than maxPassThroughDepth means the real helm is
+// helm-inject after all (a copy, or a script that runs it), which the
+// same-file check cannot see, and the chain is stopped.
+const (
+	envPassThroughDepth = "HELM_INJECT_PASS_THROUGH_DEPTH"
+	maxPassThroughDepth = 3
+)
+
 // RealHelm finds the helm binary the shim hands calls to: $HELM_INJECT_HELM,
-// else "helm" on PATH (which must not be helm-inject itself).
+// else "helm" on PATH. Neither may be helm-inject itself, which would
+// start itself without end.
 func RealHelm() (string, error) {
 	if p := os.Getenv(EnvRealHelm); p != "" {
-		return p, nil
+		return notSelf(p, EnvRealHelm+"="+p, "set "+EnvRealHelm+" to the real helm binary")
 	}
 	p, err := exec.LookPath("helm")
 	if err != nil {
 		return "", fmt.Errorf("no helm binary for the calls helm-inject does not handle: set %s or put helm on PATH", EnvRealHelm)
 	}
-	self, _ := os.Executable()
-	if same(p, self) {
-		return "", fmt.Errorf("helm on PATH is helm-inject itself; set %s to the real helm", EnvRealHelm)
+	return notSelf(p, "helm on PATH ("+p+")", "set "+EnvRealHelm+" to the real helm binary")
+}
+
+// notSelf returns the helm binary p (a path, or a name looked up on PATH)
+// unless it is helm-inject's own executable; what says where p came from,
+// fix what to do instead.
+func notSelf(p, what, fix string) (string, error) {
+	resolved := p
+	if !strings.ContainsRune(p, filepath.Separator) {
+		if lp, err := exec.LookPath(p); err == nil {
+			resolved = lp
+		}
+	}
+	self, err := os.Executable()
+	if err == nil && same(resolved, self) {
+		return "", fmt.Errorf("%s is helm-inject itself, which would hand helm calls to itself without end; %s", what, fix)
 	}
 	return p, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	helmcli "helm.sh/helm/v3/pkg/cli"
+
+	"github.com/helm-inject/helm-inject/internal/interrupt"
 )
 
 // Wrapper runs the real helmfile with helm-inject as its helm binary, on
@@ -59,6 +61,10 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 			return 0, errors.New("helm not found on PATH (or pass --helm-binary)")
 		}
 		realHelm = p
+	}
+	if _, err := notSelf(realHelm, "the helm binary "+realHelm+" (--helm-binary, $HELMFILE_HELM_BINARY or helm on PATH)",
+		"pass the real helm with --helm-binary: helm-inject puts itself in helmfile's place for helm"); err != nil {
+		return 0, err
 	}
 
 	args, state, err := stateFileArg(args)
@@ -136,17 +142,16 @@ func diffPlugin(self string) (string, error) {
 }
 
 func (w *Wrapper) helmfile(ctx context.Context, bin string, env, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
+	// Ctrl-C or SIGTERM is passed on: helmfile interrupts its helm calls,
+	// waits for them and removes its temporary values files.
+	cmd := interrupt.Command(ctx, interrupt.HelmfileGrace, bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.Env = env
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), nil
-		}
-		return 0, fmt.Errorf("running %s: %w", bin, err)
+	err := cmd.Run()
+	if code, ran := interrupt.ExitCode(cmd); ran {
+		return code, nil
 	}
-	return 0, nil
+	return 0, fmt.Errorf("running %s: %w", bin, err)
 }
 
 // splitCommand splits helmfile arguments into the global flags before the
