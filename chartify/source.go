@@ -54,6 +54,10 @@ type LoadOptions struct {
 // Load resolves ref and loads it as a chart.
 func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 	if fi, err := os.Stat(ref); err == nil && fi.IsDir() {
+		if o.PathOptions.Verify {
+			// As helm: a provenance file signs a packaged archive only.
+			return nil, "", fmt.Errorf("chart %s: --verify: unpacked charts cannot be verified; verify a packaged chart (helm package --sign makes its .prov file)", ref)
+		}
 		switch {
 		case exists(filepath.Join(ref, "Chart.yaml")):
 			ch, err := loadChart(ref)
@@ -91,7 +95,7 @@ func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 	inst.SetRegistryClient(o.RegistryClient)
 	path, err := inst.ChartPathOptions.LocateChart(ref, settings)
 	if err != nil {
-		if msg, ok := missingLocalChart(ref); ok && po.RepoURL == "" {
+		if msg, ok := missingLocalChart(ref); ok && po.RepoURL == "" && !exists(ref) {
 			// Helm would say "repo X not found" for a mistyped path.
 			return nil, "", fmt.Errorf("chart %s: %s", ref, msg)
 		}

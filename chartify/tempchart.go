@@ -2,7 +2,9 @@ package chartify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -252,4 +254,43 @@ func jsonToYAML(j []byte) ([]byte, error) {
 		return nil, fmt.Errorf("writing Chart.yaml: %w", err)
 	}
 	return y, nil
+}
+
+// keptChartMarker marks a folder that WriteKeptChart wrote, so that the
+// next --keep-chart run may replace it; .helmignore keeps it out of the
+// chart when helm loads the folder.
+const (
+	keptChartMarker = ".helm-inject-kept-chart"
+	keptChartIgnore = ".helmignore"
+)
+
+// WriteKeptChart writes ch into dir for --keep-chart. dir must be absent,
+// empty, or a folder WriteKeptChart wrote before, which is then replaced
+// whole: no stale template of an earlier run survives, and no file of
+// someone else's folder is overwritten.
+func WriteKeptChart(ch *chart.Chart, dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("--keep-chart %s: %w", dir, err)
+	case len(entries) == 0:
+	case exists(filepath.Join(dir, keptChartMarker)):
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("--keep-chart %s: removing the chart kept before: %w", dir, err)
+		}
+	default:
+		return fmt.Errorf("--keep-chart %s: the folder is not empty and was not written by --keep-chart; name a new or empty folder", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--keep-chart %s: %w", dir, err)
+	}
+	marker := []byte("# Written by helm-inject --keep-chart; the next run with this folder replaces it whole.\n")
+	if err := os.WriteFile(filepath.Join(dir, keptChartMarker), marker, 0o600); err != nil {
+		return fmt.Errorf("--keep-chart %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, keptChartIgnore), []byte(keptChartMarker+"\n"), 0o600); err != nil {
+		return fmt.Errorf("--keep-chart %s: %w", dir, err)
+	}
+	return WriteChart(ch, dir)
 }

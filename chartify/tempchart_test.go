@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -336,4 +337,93 @@ func buildWriteLoadRender(t *testing.T, r *Rendered, injected []manifest.Documen
 		t.Fatal(err)
 	}
 	return tc, loaded, rendered
+}
+
+// TestVerifyRefusesFolders: --verify on a chart folder, a kustomization or
+// a folder of manifests is refused, as helm refuses it, instead of being
+// ignored; on a packaged chart without a .prov file it fails verification.
+func TestVerifyRefusesFolders(t *testing.T) {
+	ch, err := loader.Load(webapp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := chartutil.Save(ch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := LoadOptions{PathOptions: action.ChartPathOptions{Verify: true, Keyring: filepath.Join(t.TempDir(), "pubring.gpg")}}
+	for _, ref := range []string{webapp, "../fixtures/manifests/plain", "../fixtures/kustomize/overlay"} {
+		_, _, err := Load(ref, verify)
+		if err == nil || !strings.Contains(err.Error(), "chart "+ref+": --verify: unpacked charts cannot be verified") {
+			t.Errorf("Load(%s) with --verify: %v", ref, err)
+		}
+	}
+	if _, _, err := Load(tgz, verify); err == nil || !strings.Contains(err.Error(), ".prov") {
+		t.Errorf("Load(%s) with --verify and no .prov file: %v", tgz, err)
+	}
+}
+
+// TestWriteKeptChart: --keep-chart writes into a new or empty folder,
+// refuses a folder it did not write (leaving it as it was), and replaces a
+// folder it wrote before whole: no stale file or old file mode survives,
+// and helm does not load the marker as part of the chart.
+func TestWriteKeptChart(t *testing.T) {
+	r := renderWebapp(t, nil)
+	tc, err := BuildTempChart(r, r.Documents, TempChartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, data string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	kept := filepath.Join(t.TempDir(), "new")
+	if err := WriteKeptChart(tc, kept); err != nil {
+		t.Fatalf("a new folder: %v", err)
+	}
+	if err := WriteKeptChart(tc, t.TempDir()); err != nil {
+		t.Errorf("an empty folder: %v", err)
+	}
+
+	foreign := t.TempDir()
+	write(filepath.Join(foreign, "notes.txt"), "mine", 0o644)
+	err = WriteKeptChart(tc, foreign)
+	if err == nil || !strings.Contains(err.Error(), "--keep-chart "+foreign+": the folder is not empty and was not written by --keep-chart") {
+		t.Errorf("a folder of someone else's: %v", err)
+	}
+	if entries, _ := os.ReadDir(foreign); len(entries) != 1 {
+		t.Errorf("the refused folder was changed: %v", entries)
+	}
+
+	// A second run over the kept folder: a stale template and a widened
+	// mode from in between are gone.
+	stale := filepath.Join(kept, "templates", "stale.yaml")
+	write(stale, "kind: Stale", 0o644)
+	if err := os.Chmod(filepath.Join(kept, "Chart.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteKeptChart(tc, kept); err != nil {
+		t.Fatalf("the folder written before: %v", err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a stale template survived the second run")
+	}
+	if fi, err := os.Stat(filepath.Join(kept, "Chart.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("Chart.yaml after the second run: %v %v", fi.Mode(), err)
+	}
+	loaded, err := loader.Load(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(loaded.Files, loaded.Templates...) {
+		if strings.Contains(f.Name, "kept-chart") {
+			t.Errorf("helm loads %s as part of the kept chart", f.Name)
+		}
+	}
 }

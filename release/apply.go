@@ -477,8 +477,8 @@ func keepChart(name string, tc *chart.Chart, dir string) error {
 	if dir == "" {
 		return nil
 	}
-	if err := chartify.WriteChart(tc, dir); err != nil {
-		return fmt.Errorf("release %q: writing the chart to %s: %w", name, dir, err)
+	if err := chartify.WriteKeptChart(tc, dir); err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
 	}
 	return nil
 }

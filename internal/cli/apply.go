@@ -59,7 +59,7 @@ type applyFlags struct {
 func (a *applyFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	a.releaseInputs.add(f)
-	f.StringVar(&a.keepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it")
+	f.StringVar(&a.keepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
 	f.BoolVar(&a.createNS, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&a.wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
 	f.BoolVar(&a.waitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")

@@ -90,7 +90,7 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	f.StringVar(&outputDir, "output-dir", "", "write the manifests to files in this folder instead of stdout")
 	f.BoolVar(&useName, "release-name", false, "with --output-dir, write into a folder named after the release")
 	f.BoolVar(&t.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
-	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it")
+	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
 	f.BoolVar(&t.Validate, "validate", false, "render with the cluster's capabilities and live lookups, and validate the result against the cluster's API, as an install would")
 	addDryRun(f, &dryRunMode, "--dry-run=server renders with the cluster's capabilities and live lookups, as helm template does; client and none render offline")
 	// helm template accepts every install flag; these change what an
