@@ -1,6 +1,9 @@
 #!/bin/sh
-# Install hook of the Helm plugin: makes sure $HELM_PLUGIN_DIR/bin/helm-inject
-# exists.
+# Install and update hook of the Helm plugin: makes sure
+# $HELM_PLUGIN_DIR/bin/helm-inject is the version plugin.yaml names (and,
+# in a git checkout, was built from its current commit). `helm plugin
+# update` pulls new sources but keeps bin/, so a binary that does not match
+# is replaced, never kept:
 #
 #  1. A release archive (helm plugin install <archive URL>) has the binary
 #     at its top level; it is copied to bin/.
@@ -8,29 +11,52 @@
 #     the local Go toolchain: offline when the module cache is warm.
 #  3. A source checkout on a machine without Go downloads the release archive
 #     for this OS and architecture, of the version in plugin.yaml, from
-#     $HELM_INJECT_RELEASE_URL (default: the project's GitHub release).
+#     $HELM_INJECT_RELEASE_URL (default: the project's GitHub release), over
+#     https only, and checks it against the release's checksums.txt.
+#     HELM_INJECT_ALLOW_INSECURE_DOWNLOAD=1 permits plain http (for a test
+#     server on this machine; never for a real download).
 set -eu
 dir=${HELM_PLUGIN_DIR:?HELM_PLUGIN_DIR is not set}
-if [ -x "$dir/bin/helm-inject" ]; then
-  echo "helm-inject: using $dir/bin/helm-inject"
-  exit 0
+bin="$dir/bin/helm-inject"
+version=$(sed -n 's/^version: *//p' "$dir/plugin.yaml" | tr -d "\"'")
+commit=
+if [ -e "$dir/.git" ] && command -v git >/dev/null 2>&1; then
+  commit=$(git -C "$dir" rev-parse HEAD 2>/dev/null || true)
 fi
+
+# field NAME prints a string field of `helm-inject version -o json`.
+field() {
+  sed -n "s/^ *\"$1\": *\"\\([^\"]*\\)\".*/\\1/p"
+}
+if [ -x "$bin" ] && info=$("$bin" version -o json 2>/dev/null); then
+  have_version=$(printf '%s\n' "$info" | field version)
+  have_commit=$(printf '%s\n' "$info" | field commit)
+  if [ "$have_version" = "$version" ] && { [ -z "$commit" ] || [ "$have_commit" = "$commit" ]; }; then
+    echo "helm-inject: $bin is version $version; keeping it"
+    exit 0
+  fi
+  echo "helm-inject: $bin is version ${have_version:-unknown}${have_commit:+ (commit $have_commit)}; plugin.yaml wants $version${commit:+ (commit $commit)}: replacing it"
+fi
+
 if [ -f "$dir/helm-inject" ]; then
   mkdir -p "$dir/bin"
-  cp "$dir/helm-inject" "$dir/bin/helm-inject"
-  chmod 0755 "$dir/bin/helm-inject"
+  cp "$dir/helm-inject" "$bin.new"
+  chmod 0755 "$bin.new"
+  mv -f "$bin.new" "$bin"
   echo "helm-inject: installed the release binary in $dir/bin"
   exit 0
 fi
 
 if [ -f "$dir/go.mod" ] && command -v go >/dev/null 2>&1; then
-  echo "helm-inject: building from source in $dir"
+  echo "helm-inject: building version $version from source in $dir"
   cd "$dir"
-  GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath -o bin/helm-inject .
+  pkg=github.com/helm-inject/helm-inject/internal/version
+  GOTOOLCHAIN=local CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-X $pkg.version=$version -X $pkg.commit=$commit" -o "$bin.new" .
+  mv -f "$bin.new" "$bin"
   exit 0
 fi
 
-version=$(sed -n 's/^version: *//p' "$dir/plugin.yaml")
 case $(uname -s) in
   Linux) os=linux ;;
   Darwin) os=darwin ;;
@@ -42,16 +68,28 @@ case $(uname -m) in
   *) echo "helm-inject: no release archive for architecture $(uname -m)" >&2; exit 1 ;;
 esac
 base=${HELM_INJECT_RELEASE_URL:-https://github.com/helm-inject/helm-inject/releases/download/v$version}
+# Only https, redirects included, unless a test allows its local server.
+proto='=https'
+case $base in
+  https://*) ;;
+  *)
+    if [ "${HELM_INJECT_ALLOW_INSECURE_DOWNLOAD:-}" != 1 ]; then
+      echo "helm-inject: refusing to download from $base: not an https URL (HELM_INJECT_RELEASE_URL); the archive and its checksums would travel unprotected" >&2
+      exit 1
+    fi
+    proto='=http,https'
+    ;;
+esac
 url="$base/helm-inject-$os-$arch.tar.gz"
 echo "helm-inject: no Go toolchain; downloading $url"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if ! curl -fsSL -o "$tmp/release.tar.gz" "$url"; then
+if ! curl -fsSL --proto "$proto" --proto-redir "$proto" -o "$tmp/release.tar.gz" "$url"; then
   echo "helm-inject: could not download $url; install Go and re-run, or install the archive with 'helm plugin install <archive URL>'" >&2
   exit 1
 fi
 # The archive must match the release's checksums.txt.
-if ! curl -fsSL -o "$tmp/checksums.txt" "$base/checksums.txt"; then
+if ! curl -fsSL --proto "$proto" --proto-redir "$proto" -o "$tmp/checksums.txt" "$base/checksums.txt"; then
   echo "helm-inject: could not download $base/checksums.txt to verify the archive" >&2
   exit 1
 fi
@@ -67,6 +105,7 @@ if [ -z "$want" ] || [ "$want" != "$got" ]; then
 fi
 tar -xzf "$tmp/release.tar.gz" -C "$tmp" helm-inject
 mkdir -p "$dir/bin"
-cp "$tmp/helm-inject" "$dir/bin/helm-inject"
-chmod 0755 "$dir/bin/helm-inject"
-echo "helm-inject: installed $dir/bin/helm-inject from $url"
+cp "$tmp/helm-inject" "$bin.new"
+chmod 0755 "$bin.new"
+mv -f "$bin.new" "$bin"
+echo "helm-inject: installed $bin from $url"

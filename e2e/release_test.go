@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"io"
 	"maps"
 	"net/http"
@@ -89,12 +90,55 @@ func TestReleaseArchives(t *testing.T) {
 		helmPluginRoundTrip(t, nil, server.URL+"/helm-inject-linux-amd64.tar.gz", "fromurl")
 	})
 
+	// The hook downloads over https only; curl trusts the test server's
+	// certificate through CURL_CA_BUNDLE.
+	secure := httptest.NewTLSServer(http.FileServer(http.Dir(dist)))
+	defer secure.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: secure.Certificate().Raw})
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("source checkout without Go downloads the archive", func(t *testing.T) {
 		checkout := repoCopy(t)
-		env := []string{"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + server.URL}
+		env := []string{"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + secure.URL, "CURL_CA_BUNDLE=" + caFile}
 		out := helmPluginRoundTrip(t, env, checkout, "fromhook")
-		if !strings.Contains(out, "downloading "+server.URL+"/helm-inject-linux-amd64.tar.gz") {
+		if !strings.Contains(out, "downloading "+secure.URL+"/helm-inject-linux-amd64.tar.gz") {
 			t.Errorf("the install hook did not download the archive:\n%s", out)
+		}
+	})
+
+	t.Run("the hook refuses a plain http download unless a test allows it", func(t *testing.T) {
+		dataHome := t.TempDir()
+		env := []string{"HELM_DATA_HOME=" + dataHome, "HELM_PLUGINS=" + filepath.Join(dataHome, "plugins"),
+			"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + server.URL}
+		r := command{env: env}.run(t, helmBin(t), "plugin", "install", repoCopy(t))
+		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "refusing to download from "+server.URL+": not an https URL") {
+			t.Errorf("installing over http:\n%s", r)
+		}
+		if _, err := os.Stat(filepath.Join(dataHome, "plugins", "inject", "bin", "helm-inject")); err == nil {
+			t.Error("a binary was installed over http")
+		}
+		// An https server that redirects to plain http is refused too.
+		redirect := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, server.URL+r.URL.Path, http.StatusFound)
+		}))
+		defer redirect.Close()
+		redirectCA := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(redirectCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: redirect.Certificate().Raw}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		home := t.TempDir()
+		redirected := []string{"HELM_DATA_HOME=" + home, "HELM_PLUGINS=" + filepath.Join(home, "plugins"),
+			"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + redirect.URL, "CURL_CA_BUNDLE=" + redirectCA}
+		r = command{env: redirected}.run(t, helmBin(t), "plugin", "install", repoCopy(t))
+		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "could not download "+redirect.URL) {
+			t.Errorf("installing through a redirect to http:\n%s", r)
+		}
+		env = append(env, "HELM_INJECT_ALLOW_INSECURE_DOWNLOAD=1")
+		if out := helmPluginRoundTrip(t, env[2:], repoCopy(t), "fromhttp"); !strings.Contains(out, "downloading "+server.URL) {
+			t.Errorf("with HELM_INJECT_ALLOW_INSECURE_DOWNLOAD=1 the hook did not download:\n%s", out)
 		}
 	})
 
@@ -112,11 +156,15 @@ func TestReleaseArchives(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		bad := httptest.NewServer(http.FileServer(http.Dir(tampered)))
+		bad := httptest.NewTLSServer(http.FileServer(http.Dir(tampered)))
 		defer bad.Close()
+		badCA := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(badCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: bad.Certificate().Raw}), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		dataHome := t.TempDir()
 		c := command{env: []string{"HELM_DATA_HOME=" + dataHome, "HELM_PLUGINS=" + filepath.Join(dataHome, "plugins"),
-			"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + bad.URL}}
+			"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + bad.URL, "CURL_CA_BUNDLE=" + badCA}}
 		r := c.run(t, helmBin(t), "plugin", "install", repoCopy(t))
 		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "checksums.txt says '"+strings.Repeat("0", 64)+"'; not installing") {
 			t.Errorf("installing a tampered archive:\n%s", r)
