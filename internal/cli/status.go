@@ -20,8 +20,9 @@ import (
 
 // readSetup loads the library when its folder exists (status and list work
 // without one; they then cannot say what is outdated) and connects to the
-// cluster's release storage.
-func readSetup(cmd *cobra.Command, settings *cli.EnvSettings, library string) (*inject.Library, *action.Configuration, error) {
+// cluster's release storage in namespace ("" for every namespace, as helm
+// list -A does).
+func readSetup(cmd *cobra.Command, settings *cli.EnvSettings, library, namespace string) (*inject.Library, *action.Configuration, error) {
 	var lib *inject.Library
 	if _, err := os.Stat(library); !errors.Is(err, os.ErrNotExist) {
 		var lerr error
@@ -29,7 +30,7 @@ func readSetup(cmd *cobra.Command, settings *cli.EnvSettings, library string) (*
 			return nil, nil, lerr
 		}
 	}
-	cfg, err := release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr()))
+	cfg, err := release.NewConfiguration(settings, namespace, debugLog(settings, cmd.ErrOrStderr()))
 	return lib, cfg, err
 }
 
@@ -72,7 +73,7 @@ when newer), and per workload the containers each built-in injector added.
 Only the Helm release (its Secret in the cluster) is read.`,
 		Args: exactArgs(1, "a RELEASE name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lib, cfg, err := readSetup(cmd, settings, library)
+			lib, cfg, err := readSetup(cmd, settings, library, settings.Namespace())
 			if err != nil {
 				return err
 			}
@@ -134,7 +135,12 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 		Short: "List the releases helm-inject manages, with their injectors and versions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lib, cfg, err := readSetup(cmd, settings, library)
+			// Like helm list -A: release storage of every namespace.
+			namespace := settings.Namespace()
+			if all {
+				namespace = ""
+			}
+			lib, cfg, err := readSetup(cmd, settings, library, namespace)
 			if err != nil {
 				return err
 			}
