@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -53,7 +54,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("release %q: injector %q: %v", e.Release, e.Injector, e.Err)
+	return fmt.Sprintf("release %q: injector %q: %v", e.Release, redact.String(e.Injector), e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/mattn/go-shellwords"
+
+	"github.com/helm-inject/helm-inject/internal/redact"
 )
 
 // filePlaceholder is replaced by the path of the file holding the manifests.
@@ -21,7 +23,9 @@ type SpecError struct {
 	Msg  string
 }
 
-func (e *SpecError) Error() string { return fmt.Sprintf("injector %q: %s", e.Spec, e.Msg) }
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("injector %q: %s", redact.String(e.Spec), e.Msg)
+}
 
 // ParseSpec parses the helm-x injector form into a Command. Both spellings
 // are accepted:

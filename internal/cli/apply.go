@@ -216,5 +216,5 @@ func debugLog(settings *cli.EnvSettings, w io.Writer) func(string, ...any) {
 	if !settings.Debug {
 		return nil
 	}
-	return func(format string, v ...any) { fmt.Fprintln(w, "[debug]", redact.String(fmt.Sprintf(format, v...))) }
+	return func(format string, v ...any) { fmt.Fprintln(w, "[debug]", redact.URLs(fmt.Sprintf(format, v...))) }
 }

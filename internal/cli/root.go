@@ -41,8 +41,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	// Errors often quote a chart reference or an injector spec.
-	fmt.Fprintf(stderr, "Error: %s\n", redact.String(err.Error()))
+	// Errors often quote a chart URL (an injector spec is redacted where
+	// the error names it).
+	fmt.Fprintf(stderr, "Error: %s\n", redact.URLs(err.Error()))
 	return 1
 }
 

@@ -28,10 +28,20 @@ var (
 	element = regexp.MustCompile(`(^|[\s,])([A-Za-z0-9_.-]*` + secretWord + `[A-Za-z0-9_.-]*=)('[^']*'|"[^"]*"|[^\s,'"]+)`)
 )
 
-// String returns s with credentials replaced by Mask.
-func String(s string) string {
+// URLs returns s with the credentials of every URL in it replaced by
+// Mask: user:password@ and secret-named query parameters. It suits any
+// text (error messages); String also knows injector command lines.
+func URLs(s string) string {
 	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
-	s = queryParam.ReplaceAllString(s, "${1}"+Mask)
+	return queryParam.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// String returns a chart reference or an injector spec with credentials
+// replaced by Mask: those of URLs, and the values of secret-named options
+// ("--token VALUE") and elements ("token=VALUE"). Only for such text: in
+// prose it would also hide the word after "--hide-secret".
+func String(s string) string {
+	s = URLs(s)
 	s = option.ReplaceAllStringFunc(s, func(m string) string {
 		sub := option.FindStringSubmatch(m)
 		if sub[4] == "" || isFlag(sub[4]) {

@@ -40,3 +40,20 @@ func TestSecretValues(t *testing.T) {
 		}
 	}
 }
+
+// TestURLsLeavesProseAlone: error messages are redacted with URLs, which
+// does not take a flag named like a secret for one with a value.
+func TestURLsLeavesProseAlone(t *testing.T) {
+	for _, s := range []string{
+		"--hide-secret needs --dry-run (as in helm)",
+		"--show-secrets and --suppress-secrets cannot be combined",
+		`release "web": token=abc is not a parameter`,
+	} {
+		if got := URLs(s); got != s {
+			t.Errorf("URLs(%q) = %q", s, got)
+		}
+	}
+	if got := URLs(`Get "https://u:p@host/c.tgz?token=t": 401`); got != `Get "https://xxxxx@host/c.tgz?token=xxxxx": 401` {
+		t.Errorf("URLs = %q", got)
+	}
+}
