@@ -127,11 +127,14 @@ type missingDependencies struct{ error }
 func (m missingDependencies) Unwrap() error { return m.error }
 
 // missingLocalChart explains a reference that could not be found when it
-// is meant as a path: it starts with ".", "/" or "~", ends in .tgz, or its
+// is meant as a path (never a URL): it starts with ".", "/" or "~", ends in .tgz, or its
 // first segment is an existing folder (then it might also have been meant
 // as REPO/CHART, which the message says).
 func missingLocalChart(ref string) (string, bool) {
 	const msg = "no such chart directory or archive"
+	if strings.Contains(ref, "://") {
+		return "", false // a URL: the download's own error says what failed
+	}
 	if strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "~") || strings.HasSuffix(ref, ".tgz") {
 		return msg, true
 	}

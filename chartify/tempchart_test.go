@@ -115,9 +115,13 @@ func TestWriteChartIsPrivate(t *testing.T) {
 	if err := WriteChart(tc, dir); err != nil {
 		t.Fatal(err)
 	}
+	files := 0
 	err = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
+		}
+		if !fi.IsDir() {
+			files++
 		}
 		want := os.FileMode(0o600)
 		if fi.IsDir() {
@@ -130,6 +134,11 @@ func TestWriteChartIsPrivate(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every file of the chart was written: Chart.yaml, values.yaml, one
+	// file per source template, and the CRDs.
+	if want := 2 + len(tc.Templates) + len(tc.Files); files != want || len(tc.Templates) == 0 {
+		t.Errorf("%d files written, want %d", files, want)
 	}
 }
 
@@ -219,12 +228,15 @@ func TestLoadErrors(t *testing.T) {
 	empty := t.TempDir()
 	tests := []struct{ ref, want string }{
 		{empty, "neither a chart (no Chart.yaml), a kustomization nor a folder of .yaml manifests"},
-		{"../fixtures/does-not-exist", "does-not-exist"},
+		{"../fixtures/does-not-exist", "no such chart directory or archive"},
+		{"./missing.tgz", "no such chart directory or archive"},
+		// A URL whose download fails says why, not "no such archive".
+		{"https://127.0.0.1:1/charts/webapp-1.4.2.tgz", "connection refused"},
 	}
 	for _, tt := range tests {
 		_, _, err := Load(tt.ref, LoadOptions{})
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Load(%s) error = %v, want %q", tt.ref, err, tt.want)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.ref) {
+			t.Errorf("Load(%s) error = %v, want %q and the reference", tt.ref, err, tt.want)
 		}
 	}
 }
