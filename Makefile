@@ -9,7 +9,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: demo test tools vet unit cluster build bench clean-tools
+.PHONY: demo test tools vet unit fuzz cluster build bench clean-tools
 
 # The demo needs only the control plane and the helm CLI.
 demo:
@@ -30,6 +30,10 @@ vet:
 # Unit tests only: no control plane, no tools.
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+# The fuzz step: every fuzz target for FUZZTIME (default 1m) each.
+fuzz:
+	bash hack/fuzz.sh
 
 # Start the test control plane by hand (Ctrl-C stops it).
 cluster: tools

@@ -70,9 +70,19 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("Split(%q) differs from Helm (-helm +ours):\n%s", s, diff)
 		}
 		for _, d := range docs {
-			// Parse must never panic, and what it accepts has an identity.
-			if doc, err := Parse("x", d); err == nil && (doc.ID.Kind == "" || doc.ID.Name == "" || doc.ID.APIVersion == "") {
-				t.Fatalf("Parse(%q) accepted a document without identity: %+v", d, doc.ID)
+			// Parse must never panic. What it accepts is a resource with
+			// a full identity, or a document of comments only (kept, and
+			// Empty, so nothing is created from it), its content intact.
+			doc, err := Parse("x", d)
+			if err != nil {
+				continue
+			}
+			if doc.Content != d {
+				t.Fatalf("Parse(%q) changed the content to %q", d, doc.Content)
+			}
+			complete := doc.ID.Kind != "" && doc.ID.Name != "" && doc.ID.APIVersion != ""
+			if !complete && !(doc.Empty() && onlyComments(d)) {
+				t.Fatalf("Parse(%q) accepted a document that is neither a resource nor comments only: %+v", d, doc.ID)
 			}
 		}
 	})
