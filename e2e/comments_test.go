@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,8 +44,19 @@ func TestCommentOnlyTemplates(t *testing.T) {
 	if r := helmInject(t, append([]string{"diff", "notes", chart, "--set", "cache=true"}, inj...)...); r.code != 0 || !strings.Contains(r.stdout, "notes-cache, ConfigMap (v1) has been added") {
 		t.Errorf("diff turning the cache on:\n%s", r)
 	}
-	if out := mustHelmInject(t, "status", "notes", "-n", ns).stdout; !strings.Contains(out, "sidecar") {
-		t.Errorf("status:\n%s", out)
+	// status reads the release (comment-only document included) as helm
+	// status does, and names the injector it recorded.
+	var st struct {
+		Revision  int
+		Status    string
+		Injectors []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(mustHelmInject(t, "status", "notes", "-n", ns, "-o", "json").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if v, s := releaseState(t, command{env: []string{"HELM_NAMESPACE=" + ns}}, "notes"); st.Revision != v || st.Status != s ||
+		len(st.Injectors) != 1 || st.Injectors[0].Name != "sidecar-injector f=FILE" {
+		t.Errorf("status = %+v, helm status says revision %d %s", st, v, s)
 	}
 
 	// A release installed by plain Helm, then taken over.

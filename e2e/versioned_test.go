@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,11 +169,16 @@ func TestVersionedInjectors(t *testing.T) {
 			t.Errorf("list lacks %q:\n%s", want, table)
 		}
 	}
-	for _, line := range strings.Split(table, "\n") {
-		if strings.HasPrefix(line, "behind ") && !strings.HasSuffix(strings.TrimSpace(line), "yes") ||
-			strings.HasPrefix(line, "moving ") && !strings.HasSuffix(strings.TrimSpace(line), "no") {
-			t.Errorf("OUTDATED column wrong in %q", line)
+	// The last column, OUTDATED, of each release's row: every release
+	// must have a row.
+	outdated := map[string]string{}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			outdated[f[0]] = f[len(f)-1]
 		}
+	}
+	if want := map[string]string{"behind": "yes", "moving": "no", "pinned": "no"}; !maps.Equal(outdated, want) {
+		t.Errorf("OUTDATED by release = %v, want %v:\n%s", outdated, want, table)
 	}
 
 	// 4. Editing a locked version is refused, naming the file and the lock.

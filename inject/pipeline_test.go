@@ -84,21 +84,30 @@ func TestPipelineRunsEachInjectorOncePerRelease(t *testing.T) {
 
 func TestPipelineSkipsHooksAndTestsWhenAsked(t *testing.T) {
 	inj := mustCommand(t, script(t, `sed 's/^kind: \(.*\)/kind: \1\n# injected/'`))
-	in := docs(t, deployA, podB)
-	for _, p := range []*Pipeline{
-		{Injectors: []Injector{inj}, SkipTests: true},
-		{Injectors: []Injector{inj}, SkipHooks: true},
-	} {
-		out, _, err := p.Run(t.Context(), in, Env{Release: "r"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(out[0].Content, "# injected") {
-			t.Errorf("the deployment was not injected")
-		}
-		if out[1].Content != in[1].Content {
-			t.Errorf("the test hook was injected although skipped:\n%s", out[1].Content)
-		}
+	jobHook := "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install"
+	in := docs(t, deployA, podB, jobHook)
+	tests := []struct {
+		name     string
+		pipeline *Pipeline
+		// injected per input: the Deployment, the test hook, the Job hook
+		injected [3]bool
+	}{
+		{"neither", &Pipeline{Injectors: []Injector{inj}}, [3]bool{true, true, true}},
+		{"--skip-inject-tests", &Pipeline{Injectors: []Injector{inj}, SkipTests: true}, [3]bool{true, false, true}},
+		{"--skip-inject-hooks", &Pipeline{Injectors: []Injector{inj}, SkipHooks: true}, [3]bool{true, false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := tt.pipeline.Run(t.Context(), in, Env{Release: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tt.injected {
+				if got := strings.Contains(out[i].Content, "# injected"); got != want {
+					t.Errorf("%s: injected = %v, want %v:\n%s", in[i].ID, got, want, out[i].Content)
+				}
+			}
+		})
 	}
 }
 

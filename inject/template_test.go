@@ -1,8 +1,10 @@
 package inject
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under fixtures/golden")
+var update = flag.Bool("update", false, "write missing golden files under fixtures/golden (existing ones are frozen)")
 
 const exampleLibrary = "../examples/injectors"
 
@@ -33,10 +35,13 @@ func readFixture(t *testing.T, name string) []byte {
 	return b
 }
 
+// golden compares an injector version's output with its frozen file.
+// -update writes the file of a new version only: a released version's
+// output is frozen, so an existing file is never rewritten.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("..", "fixtures", "golden", "injectors", name)
-	if *update {
+	if _, err := os.Stat(path); *update && errors.Is(err, fs.ErrNotExist) {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -316,5 +321,61 @@ func TestPatchCache(t *testing.T) {
 	}
 	if _, err := c.decode("sidecars: []\n"); err == nil || !strings.Contains(err.Error(), "sidecars") {
 		t.Errorf("an unknown field should be an error naming it, got %v", err)
+	}
+}
+
+// TestUpgradeStripsWhatTheOldVersionAdded: a new version that renames its
+// annotation, label, env var, volume mount, volume, init container and
+// container leaves nothing of the old version's behind: each kind of
+// addition is stripped by name from the status annotation.
+func TestUpgradeStripsWhatTheOldVersionAdded(t *testing.T) {
+	def := func(version, suffix string) *Definition {
+		t.Helper()
+		d, err := ParseDefinition("strip/"+version+".yaml", []byte(`name: strip
+version: `+version+`
+template: |
+  containers:
+    - {name: proxy-`+suffix+`, image: proxy:1}
+  initContainers:
+    - {name: init-`+suffix+`, image: init:1}
+  volumes:
+    - {name: vol-`+suffix+`, emptyDir: {}}
+  volumeMounts:
+    - {name: vol-`+suffix+`, mountPath: /`+suffix+`}
+  env:
+    - {name: ENV_`+suffix+`, value: "1"}
+  annotations:
+    ann-`+suffix+`: "1"
+  labels:
+    label-`+suffix+`: "1"
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	run := func(d *Definition, in []byte) string {
+		t.Helper()
+		ti, err := NewTemplateInjector(d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := ti.Inject(t.Context(), in, Env{Release: "r", Namespace: "ns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	in := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - {name: app, image: app:1}\n")
+	upgraded := run(def("2.0.0", "new"), []byte(run(def("1.0.0", "old"), in)))
+	for _, old := range []string{"proxy-old", "init-old", "vol-old", "/old", "ENV_old", "ann-old", "label-old"} {
+		if strings.Contains(upgraded, old) {
+			t.Errorf("%s survived the upgrade to 2.0.0:\n%s", old, upgraded)
+		}
+	}
+	for _, added := range []string{"proxy-new", "init-new", "vol-new", "/new", "ENV_new", "ann-new", "label-new", "name: app"} {
+		if !strings.Contains(upgraded, added) {
+			t.Errorf("%s is missing after the upgrade:\n%s", added, upgraded)
+		}
 	}
 }
