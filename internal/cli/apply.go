@@ -85,7 +85,13 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 }
 
 func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
-	var a applyFlags
+	cmd, _ := applyCommand(settings)
+	return cmd
+}
+
+// applyCommand builds apply and returns the flags it parses into.
+func applyCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
+	a := &applyFlags{}
 	cmd := &cobra.Command{
 		Use:   "apply NAME CHART",
 		Short: "Install or upgrade a release with sidecars injected",
@@ -98,11 +104,17 @@ func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
 	}
 	a.add(cmd)
 	noop(cmd.Flags(), "install", "i", noopBool(), "apply always installs a release that does not exist yet")
-	return cmd
+	return cmd, a
 }
 
 func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
-	var a applyFlags
+	cmd, _ := upgradeCommand(settings)
+	return cmd
+}
+
+// upgradeCommand builds upgrade and returns the flags it parses into.
+func upgradeCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
+	a := &applyFlags{}
 	cmd := &cobra.Command{
 		Use:   "upgrade NAME CHART",
 		Short: "Same as apply, under helm's name (with -i/--install to install a missing release)",
@@ -114,7 +126,7 @@ func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
 	}
 	a.add(cmd)
 	cmd.Flags().BoolVarP(&a.install, "install", "i", false, "install the release if it does not exist")
-	return cmd
+	return cmd, a
 }
 
 func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
@@ -125,13 +137,26 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err := checkOutput(a.output); err != nil {
 		return err
 	}
-	rf, err := a.render.flags(nil)
-	if err != nil {
-		return fmt.Errorf("release %q: %w", args[0], err)
-	}
 	l, err := a.load(cmd, settings, args)
 	if err != nil {
 		return err
+	}
+	ap, err := a.newApply(settings, l)
+	if err != nil {
+		return err
+	}
+	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)
+	if err != nil {
+		return err
+	}
+	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.dryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
+}
+
+// newApply builds the release.Apply the flags describe.
+func (a *applyFlags) newApply(settings *cli.EnvSettings, l *loaded) (*release.Apply, error) {
+	rf, err := a.render.flags(nil)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	ap := release.NewApply(l.cfg)
 	ap.Namespace = settings.Namespace()
@@ -153,12 +178,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	ap.KeepChart = a.keepChart
 	ap.TakeOwnership, ap.Labels, ap.Recreate = a.takeOwnership || len(a.adopt) > 0, a.labels, a.recreate
 	ap.Render = rf
-
-	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)
-	if err != nil {
-		return err
-	}
-	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.dryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
+	return ap, nil
 }
 
 type printReleaseOptions struct {

@@ -221,6 +221,7 @@ func TestCompatFlagsParse(t *testing.T) {
 		{"template", []string{"--name-template", "x-{{ randAlpha 3 }}"}, "give the release NAME"},
 		{"diff upgrade", []string{"--three-way-merge"}, "use kubectl diff"},
 		{"diff upgrade", []string{"--suppress-label", "app"}, "use --suppress-output-line-regex"},
+		{"diff", []string{"--suppress-annotation", "a"}, "use --suppress-output-line-regex"},
 		{"diff upgrade", []string{"--normalize-manifests", "-D", "0.5", "--take-ownership", "-q"}, ""},
 		{"apply", []string{"--dry-run=server", "-i"}, ""},
 		{"apply", []string{"--dry-run=sometimes"}, "want none, client or server"},

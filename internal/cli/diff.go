@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 
@@ -75,15 +76,16 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 }
 
 func newDiffCommand(settings *cli.EnvSettings) *cobra.Command {
-	cmd := diffCommand(settings, "diff NAME CHART", "Show what apply would change")
-	cmd.AddCommand(diffCommand(settings, "upgrade NAME CHART", "diff in helm-diff's spelling (helm diff upgrade)"))
+	cmd, _ := diffCommand(settings, "diff NAME CHART", "Show what apply would change")
+	upgrade, _ := diffCommand(settings, "upgrade NAME CHART", "diff in helm-diff's spelling (helm diff upgrade)")
+	cmd.AddCommand(upgrade)
 	return cmd
 }
 
 // diffCommand builds one diff command with its own flags; "diff" and
 // "diff upgrade" are the same command under two spellings.
-func diffCommand(settings *cli.EnvSettings, use, short string) *cobra.Command {
-	var d diffFlags
+func diffCommand(settings *cli.EnvSettings, use, short string) (*cobra.Command, *diffFlags) {
+	d := &diffFlags{}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -94,7 +96,7 @@ func diffCommand(settings *cli.EnvSettings, use, short string) *cobra.Command {
 		},
 	}
 	d.add(cmd)
-	return cmd
+	return cmd, d
 }
 
 func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
@@ -113,13 +115,41 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 		}
 		d.print.SuppressLines = append(d.print.SuppressLines, re)
 	}
-	rf, err := d.render.flags(d.apiVersions)
-	if err != nil {
-		return fmt.Errorf("release %q: %w", args[0], err)
-	}
 	l, err := d.load(cmd, settings, args)
 	if err != nil {
 		return err
+	}
+	df, err := d.newDiff(settings, l)
+	if err != nil {
+		return err
+	}
+	res, err := df.Run(cmd.Context(), l.name, l.src, l.vals)
+	if err != nil {
+		return err
+	}
+	if err := release.WriteDiff(cmd.OutOrStdout(), res, d.printOptions(cmd.OutOrStdout())); err != nil {
+		return err
+	}
+	if d.detailedExit && res.HasChanges() {
+		return exitError{code: 2}
+	}
+	return nil
+}
+
+// printOptions are the display flags; color follows --color and
+// --no-color, else whether out is a terminal.
+func (d *diffFlags) printOptions(out io.Writer) release.DiffPrintOptions {
+	p := d.print
+	p.Output = release.DiffOutput(d.output)
+	p.Color = !d.noColor && (d.color || isTerminal(out))
+	return p
+}
+
+// newDiff builds the release.Diff the flags describe.
+func (d *diffFlags) newDiff(settings *cli.EnvSettings, l *loaded) (*release.Diff, error) {
+	rf, err := d.render.flags(d.apiVersions)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	df := release.NewDiff(l.cfg)
 	df.Namespace = settings.Namespace()
@@ -132,19 +162,7 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	df.InjectDir = d.injectDir
 	df.Reconcile, df.UpdateInjectors = l.strategy, d.updateInj
 	df.KubeVersion = d.kubeVersion
-	res, err := df.Run(cmd.Context(), l.name, l.src, l.vals)
-	if err != nil {
-		return err
-	}
-	d.print.Output = release.DiffOutput(d.output)
-	d.print.Color = !d.noColor && (d.color || isTerminal(cmd.OutOrStdout()))
-	if err := release.WriteDiff(cmd.OutOrStdout(), res, d.print); err != nil {
-		return err
-	}
-	if d.detailedExit && res.HasChanges() {
-		return exitError{code: 2}
-	}
-	return nil
+	return df, nil
 }
 
 func isTerminal(w any) bool {

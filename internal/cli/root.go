@@ -48,6 +48,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return newRootCommandWith(cli.New(), stdin, stdout, stderr)
+}
+
+// newRootCommandWith builds the command tree around settings, which the
+// global flags (helm's own) parse into.
+func newRootCommandWith(settings *cli.EnvSettings, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "helm-inject",
 		Short:         "Declarative, version-pinned sidecar injection for Helm releases",
@@ -59,7 +65,6 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	settings := cli.New()
 	settings.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newTemplateCommand(settings),

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/getter"
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// writePEM writes a PEM block to a file in dir and returns its path.
+func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// chartServer serves a chart repository over TLS that wants basic auth
+// and a client certificate. Its index points the chart archives at
+// "localhost" while the repository is asked as 127.0.0.1, so credentials
+// reach the archive only with --pass-credentials. It holds demo 1.0.0 and
+// the pre-release 2.0.0-rc.1; each archive has a provenance file that no
+// key signed.
+func chartServer(t *testing.T) (url, caFile, certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	charts := filepath.Join(dir, "charts")
+	for _, v := range []string{"1.0.0", "2.0.0-rc.1"} {
+		ch := &chart.Chart{
+			Metadata:  &chart.Metadata{APIVersion: "v2", Name: "demo", Version: v},
+			Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  version: {{ .Chart.Version | quote }}\n")}},
+		}
+		p, err := chartutil.Save(ch, charts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+".prov", []byte("-----BEGIN PGP SIGNED MESSAGE-----\nnot signed\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A client certificate the server requires.
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, _ := x509.ParseCertificate(der)
+	certFile = writePEM(t, dir, "client.pem", "CERTIFICATE", der)
+	kb, _ := x509.MarshalECPrivateKey(key)
+	keyFile = writePEM(t, dir, "client-key.pem", "EC PRIVATE KEY", kb)
+
+	files := http.FileServer(http.Dir(charts))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "robot" || p != "s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCert)
+	// The server's own certificate, for both names it is asked by.
+	skey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	stmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "charts"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	sder, err := x509.CreateCertificate(rand.Reader, stmpl, stmpl, &skey.PublicKey, skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{sder}, PrivateKey: skey}}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", sder)
+	url = srv.URL
+	idx, err := repo.IndexDirectory(charts, strings.Replace(url, "127.0.0.1", "localhost", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(charts, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return url, caFile, certFile, keyFile
+}
+
+// TestTemplateChartDownloadFlags: template fetches a chart with helm's
+// repository flags, each of which the download needs: --repo, --ca-file
+// (or --insecure-skip-tls-verify), --cert-file and --key-file, --username
+// and --password, --pass-credentials, --version and --devel; --verify
+// uses --keyring.
+func TestTemplateChartDownloadFlags(t *testing.T) {
+	url, ca, cert, key := chartServer(t)
+	home := t.TempDir()
+	t.Setenv("HELM_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("HELM_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("HELM_DATA_HOME", filepath.Join(home, "data"))
+	full := []string{"template", "r", "demo", "--repo", url, "--ca-file", ca, "--cert-file", cert, "--key-file", key,
+		"--username", "robot", "--password", "s3cret", "--pass-credentials"}
+	// without drops flags (each with its value, but --pass-credentials).
+	without := func(flags ...string) []string {
+		var out []string
+		for i := 0; i < len(full); i++ {
+			if slices.Contains(flags, full[i]) {
+				if full[i] != "--pass-credentials" {
+					i++
+				}
+				continue
+			}
+			out = append(out, full[i])
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string // in stdout, or in stderr when the run fails
+		ok   bool
+	}{
+		{"all flags", full, `version: "1.0.0"`, true},
+		{"--version", append(slicesClone(full), "--version", "1.0.0"), `version: "1.0.0"`, true},
+		{"--devel", append(slicesClone(full), "--devel"), `version: "2.0.0-rc.1"`, true},
+		{"--insecure-skip-tls-verify instead of --ca-file", append(without("--ca-file"), "--insecure-skip-tls-verify"), `version: "1.0.0"`, true},
+		{"without --ca-file", without("--ca-file"), "certificate", false},
+		{"without --cert-file and --key-file", without("--cert-file", "--key-file"), "certificate", false},
+		{"without --password", without("--password"), "401", false},
+		{"without --pass-credentials", without("--pass-credentials"), "401", false},
+		{"--verify --keyring", append(slicesClone(full), "--verify", "--keyring", filepath.Join(home, "missing.gpg")), "missing.gpg", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			out, errOut, code := runCLI(t, args...)
+			if (code == 0) != tt.ok {
+				t.Fatalf("exit %d, want success %v:\n%s%s", code, tt.ok, out, errOut)
+			}
+			if got := out + errOut; !strings.Contains(got, tt.want) {
+				t.Errorf("want %q in:\n%s", tt.want, got)
+			}
+		})
+	}
+
+	// A repository added to a --repository-config file, its index cached
+	// in --repository-cache, as helm repo add and helm template use them.
+	reposFile := filepath.Join(home, "elsewhere", "repositories.yaml")
+	cache := filepath.Join(home, "elsewhere", "cache")
+	entry := &repo.Entry{Name: "fixtures", URL: url, CAFile: ca, CertFile: cert, KeyFile: key, Username: "robot", Password: "s3cret", PassCredentialsAll: true}
+	f := repo.NewFile()
+	f.Update(entry)
+	if err := f.WriteFile(reposFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The index is what helm repo update writes into the cache.
+	r, err := repo.NewChartRepository(entry, getter.All(cli.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.CachePath = cache
+	if _, err := r.DownloadIndexFile(); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "template", "r", "fixtures/demo", "--repository-config", reposFile, "--repository-cache", cache)
+	if code != 0 || !strings.Contains(out, `version: "1.0.0"`) {
+		t.Errorf("--repository-config and --repository-cache: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "template", "r", "fixtures/demo", "--repository-cache", cache); code == 0 || !strings.Contains(errOut, "fixtures") {
+		t.Errorf("without --repository-config the repository was found: exit %d: %s", code, errOut)
+	}
+}

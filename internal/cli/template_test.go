@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
+)
+
+// factsChart writes a chart that prints what the template flags change.
+func factsChart(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "facts")
+	testfs.Write(t, dir, map[string]string{
+		"Chart.yaml":         "apiVersion: v2\nname: facts\nversion: 0.1.0\n",
+		"values.yaml":        "replicas: 1\nlimits: {}\nraw: \"\"\n",
+		"values.schema.json": `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`,
+		"crds/widget.yaml":   "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
+		"templates/facts.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-facts
+data:
+  isUpgrade: {{ .Release.IsUpgrade | quote }}
+  hasWidget: {{ .Capabilities.APIVersions.Has "example.com/v1" | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  limits: {{ toJson .Values.limits | quote }}
+  raw: {{ .Values.raw | quote }}
+`,
+		"templates/web.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: "app:1"}]
+`,
+		"templates/hook.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install\nspec:\n  containers: [{name: m, image: \"m:1\"}]\n",
+		"templates/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: smoke\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: [{name: s, image: \"s:1\"}]\n",
+	})
+	return dir
+}
+
+// runCLI runs helm-inject's command line in-process.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestTemplateFlags: template's own flags change what it prints as helm
+// template's do; install-only flags are accepted and change nothing.
+func TestTemplateFlags(t *testing.T) {
+	chart := factsChart(t)
+	lib := "../../examples/injectors"
+	base := []string{"template", "r", chart, "--injector-library", lib, "--with", "log-shipper@1.0.0", "--with-set", "log-shipper.destination=logs:24224"}
+	plain, _, code := runCLI(t, base...)
+	if code != 0 {
+		t.Fatalf("template exited %d", code)
+	}
+	tests := []struct {
+		args       []string
+		want, lack []string
+	}{
+		{nil, []string{`isUpgrade: "false"`, `hasWidget: "false"`, "name: log-shipper", "name: migrate", "name: smoke"}, []string{"CustomResourceDefinition"}},
+		{[]string{"--is-upgrade"}, []string{`isUpgrade: "true"`}, nil},
+		{[]string{"--api-versions", "example.com/v1"}, []string{`hasWidget: "true"`}, nil},
+		{[]string{"-a", "example.com/v1"}, []string{`hasWidget: "true"`}, nil},
+		{[]string{"--kube-version", "1.29.3"}, []string{`kube: "v1.29.3"`}, nil},
+		{[]string{"--include-crds"}, []string{"kind: CustomResourceDefinition"}, nil},
+		{[]string{"--no-hooks"}, nil, []string{"name: migrate", "name: smoke"}},
+		{[]string{"--skip-tests"}, []string{"name: migrate"}, []string{"name: smoke"}},
+		{[]string{"--show-only", "templates/facts.yaml"}, []string{"r-facts"}, []string{"r-web"}},
+		{[]string{"-s", "templates/web.yaml"}, []string{"r-web", "name: log-shipper"}, []string{"r-facts"}},
+		{[]string{"--set-json", `limits={"cpu":"2"}`}, []string{`limits: "{\"cpu\":\"2\"}"`}, nil},
+		{[]string{"--set-literal", "raw=a,b=c"}, []string{`raw: "a,b=c"`}, nil},
+		{[]string{"--set", "replicas=many", "--skip-schema-validation"}, []string{"r-facts"}, nil},
+		{[]string{"--set-string", "raw=007"}, []string{`raw: "007"`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := runCLI(t, append(slicesClone(base), tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, l := range tt.lack {
+				if strings.Contains(out, l) {
+					t.Errorf("output has %q:\n%s", l, out)
+				}
+			}
+		})
+	}
+
+	// The schema is checked unless --skip-schema-validation.
+	if _, errOut, code := runCLI(t, append(slicesClone(base), "--set", "replicas=many")...); code == 0 || !strings.Contains(errOut, "replicas") {
+		t.Errorf("a value against values.schema.json: exit %d: %s", code, errOut)
+	}
+	// Hooks and tests are injected unless skipped: an external injector
+	// marks every document it is given.
+	marker := filepath.Join(t.TempDir(), "mark.sh")
+	if err := os.WriteFile(marker, []byte("#!/bin/sh\nsed 's/^kind: \\(.*\\)/kind: \\1\\n# injected/'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	count := func(args ...string) int {
+		out, errOut, _ := runCLI(t, append([]string{"template", "r", chart, "--inject", marker}, args...)...)
+		if errOut != "" {
+			t.Errorf("template %v: %s", args, errOut)
+		}
+		return strings.Count(out, "# injected")
+	}
+	if all, noHooks, noTests := count(), count("--skip-inject-hooks"), count("--skip-inject-tests"); all != 4 || noHooks != 2 || noTests != 3 {
+		t.Errorf("injected documents: %d of all, %d with --skip-inject-hooks, %d with --skip-inject-tests; want 4, 2, 3", all, noHooks, noTests)
+	}
+	// --set-file reads a value from a file.
+	motd := filepath.Join(t.TempDir(), "raw.txt")
+	if err := os.WriteFile(motd, []byte("from a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI(t, append(slicesClone(base), "--set-file", "raw="+motd)...); code != 0 || !strings.Contains(out, `raw: "from a file"`) {
+		t.Errorf("--set-file: exit %d: %s", code, errOut)
+	}
+	// --injector-timeout kills a slow injector; --injector-dir is where it runs.
+	slow := filepath.Join(t.TempDir(), "slow.sh")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 5\ncat\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "template", "r", chart, "--inject", slow, "--injector-timeout", "200ms"); code == 0 || !strings.Contains(errOut, "did not finish within 200ms (--injector-timeout)") {
+		t.Errorf("--injector-timeout: exit %d: %s", code, errOut)
+	}
+	workDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(workDir, "label"), []byte("here"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader := filepath.Join(t.TempDir(), "label.sh")
+	if err := os.WriteFile(reader, []byte("#!/bin/sh\nsed \"s/^kind: \\(.*\\)/kind: \\1\\n# $(cat label)/\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI(t, "template", "r", chart, "--inject", reader, "--injector-dir", workDir); code != 0 || !strings.Contains(out, "# here") {
+		t.Errorf("--injector-dir: exit %d: %s", code, errOut)
+	}
+	// Install-only flags are accepted and change nothing.
+	for _, f := range [][]string{{"--create-namespace"}, {"--wait"}, {"--wait-for-jobs"}, {"--atomic"}, {"--force"}, {"--replace"},
+		{"--disable-openapi-validation"}, {"--take-ownership"}, {"--hide-notes"}, {"--skip-crds"}, {"--render-subchart-notes"},
+		{"--timeout", "1m"}, {"--description", "x"}, {"--labels", "a=b"}, {"--adopt", "Deployment/x"}} {
+		if out, errOut, code := runCLI(t, append(slicesClone(base), f...)...); code != 0 || out != plain {
+			t.Errorf("template %v: exit %d, output differs: %v\n%s", f, code, out != plain, errOut)
+		}
+	}
+	// --output-dir and --release-name write files instead of printing.
+	dir := t.TempDir()
+	if out, errOut, code := runCLI(t, append(slicesClone(base), "--output-dir", dir, "--release-name")...); code != 0 || out != "" {
+		t.Fatalf("--output-dir: exit %d, printed %q: %s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "r", "facts", "templates", "facts.yaml")); err != nil || !strings.Contains(string(b), "r-facts") {
+		t.Errorf("--output-dir --release-name: %v %s", err, b)
+	}
+	// --keep-chart writes the temporary chart.
+	kept := filepath.Join(t.TempDir(), "kept")
+	if _, errOut, code := runCLI(t, append(slicesClone(base), "--keep-chart", kept)...); code != 0 {
+		t.Fatalf("--keep-chart: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(kept, "Chart.yaml")); err != nil {
+		t.Errorf("--keep-chart: %v", err)
+	}
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
