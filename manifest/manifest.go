@@ -67,7 +67,7 @@ func (d Document) IsTestHook() bool {
 	return false
 }
 
-// Split cuts a multi-document YAML stream into trimmed, non-empty documents,
+// Split cuts a multi-document YAML stream into trimmed documents,
 // in order, exactly as Helm does: Helm splits at the regular expression
 // `(?:^|\s*\n)---\s*` (pkg/releaseutil). This is that expression's
 // leftmost-first matching written out by hand, because the regular
@@ -77,8 +77,10 @@ func Split(stream string) []string {
 	s := strings.TrimSpace(stream)
 	var docs []string
 	add := func(d string) {
-		if d = strings.TrimSpace(d); d != "" {
-			docs = append(docs, d)
+		// As Helm: a piece is dropped when empty before trimming, so one
+		// of white space \s does not cover (a vertical tab) stays, empty.
+		if d != "" {
+			docs = append(docs, strings.TrimSpace(d))
 		}
 	}
 	start := 0 // where the current document begins
