@@ -426,3 +426,76 @@ func TestShimRefusesToRunItself(t *testing.T) {
 		t.Errorf("helmfile --helm-binary helm-inject:\n%s", r)
 	}
 }
+
+// TestHelmfilePreflight: `helm-inject helmfile sync` and `apply`, with the
+// real helm given as --helm-binary, run a preflight diff of every release
+// first; when one release's injector fails, the run stops with the
+// preflight's output and no release is installed, not even the good one
+// that helmfile would have synced first.
+func TestHelmfilePreflight(t *testing.T) {
+	ns := namespace(t)
+	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := fmt.Sprintf(`releases:
+- name: good
+  namespace: %[1]s
+  chart: %[2]s
+  injector: "sidecar-injector f=FILE"
+- name: broken
+  namespace: %[1]s
+  chart: %[2]s
+  needs: [good]
+  injector: "sidecar-injector f=FILE,fail=exit1"
+`, ns, filepath.Join(repoRoot(t), apiChart))
+	dir := writeState(t, "helmfile.yaml", state)
+	c := command{env: []string{"HELMFILE_BINARY=" + hf, "HOME=" + t.TempDir()}, dir: dir}
+	for _, verb := range []string{"sync", "apply"} {
+		r := c.run(t, filepath.Join(binDir, "helm-inject"), "helmfile", "--helm-binary", helmBin(t), verb)
+		if r.code == 0 || !strings.Contains(r.stderr, "the preflight diff failed") || !strings.Contains(r.stderr, "nothing was applied") ||
+			!strings.Contains(r.stderr, `injector "sidecar-injector f=FILE,fail=exit1"`) {
+			t.Errorf("helmfile %s with a broken injector:\n%s", verb, r)
+		}
+		if out := mustHelm(t, "list", "-n", ns, "-q").stdout; strings.TrimSpace(out) != "" {
+			t.Fatalf("helmfile %s installed releases although the preflight failed: %s", verb, out)
+		}
+	}
+}
+
+// TestHelmfilePlainForm: the plain form of docs/helmfile.md, with no
+// wrapper: the real helmfile with helmBinary: helm-inject, a release whose
+// postRenderer is helm-inject, and HELM_INJECT_AS_HELM and
+// HELM_INJECT_HELM in its environment, installs an injected release; a
+// release without the post-renderer goes to the real helm unchanged.
+func TestHelmfilePlainForm(t *testing.T) {
+	ns := namespace(t)
+	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := fmt.Sprintf(`helmBinary: %[3]s
+releases:
+- name: plainform
+  namespace: %[1]s
+  chart: %[2]s
+  postRenderer: helm-inject
+  postRendererArgs:
+  - --injector
+  - "sidecar-injector f=FILE"
+- name: untouched
+  namespace: %[1]s
+  chart: %[2]s
+`, ns, filepath.Join(repoRoot(t), apiChart), filepath.Join(binDir, "helm-inject"))
+	dir := writeState(t, "helmfile.yaml", state)
+	c := command{env: []string{"HELM_INJECT_AS_HELM=1", "HELM_INJECT_HELM=" + helmBin(t), "HOME=" + t.TempDir()}, dir: dir}
+	c.mustRun(t, hf, "sync")
+	injected := workloads(t, mustHelm(t, "get", "manifest", "plainform", "-n", ns).stdout)["Deployment/plainform"]
+	plain := workloads(t, mustHelm(t, "get", "manifest", "untouched", "-n", ns).stdout)["Deployment/untouched"]
+	if !contains(injected.containers, "sidecar") || contains(plain.containers, "sidecar") {
+		t.Errorf("plainform containers %v (want a sidecar), untouched %v (want none)", injected.containers, plain.containers)
+	}
+	if out := mustHelmInject(t, "list", "-n", ns).stdout; !strings.Contains(out, "plainform") || strings.Contains(out, "untouched") {
+		t.Errorf("helm-inject list:\n%s", out)
+	}
+}

@@ -391,3 +391,52 @@ func TestInterruptHelmfileSync(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptAtomicInstallAndKill: Ctrl-C during an --atomic install
+// uninstalls the release, as docs/reliability.md says; kill -9 during an
+// install leaves it pending-install (nothing can record the failure), the
+// next apply refuses with what to do, and after `helm uninstall` the apply
+// installs it.
+func TestInterruptAtomicInstallAndKill(t *testing.T) {
+	ns := namespace(t)
+	chart := stuckChart(t)
+	c := command{env: []string{"HELM_NAMESPACE=" + ns}}
+	status := func(rel string) string {
+		v, s := releaseState(t, c, rel)
+		return fmt.Sprintf("%d %s", v, s)
+	}
+	start := func(rel string, extra ...string) started {
+		t.Helper()
+		args := append([]string{"apply", rel, chart, "-n", ns, "--injector", "sidecar-injector f=FILE",
+			"--set-string", "nodeSelector.nowhere=true", "--wait", "--timeout", "5m"}, extra...)
+		p := startHelmInject(t, nil, t.TempDir(), args...)
+		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return status(rel) == "1 pending-install", nil
+		})
+		if err != nil {
+			t.Fatalf("%s never became pending-install (%s):\n%s", rel, status(rel), p.stderr)
+		}
+		return p
+	}
+
+	start("atomic", "--atomic").stop(t, syscall.SIGINT)
+	if s := status("atomic"); s != "0 " {
+		t.Errorf("after Ctrl-C during an --atomic install the release is %q, want it uninstalled", s)
+	}
+
+	p := start("killed")
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	if s := status("killed"); s != "1 pending-install" {
+		t.Fatalf("after kill -9 the release is %q, want 1 pending-install", s)
+	}
+	r := helmInject(t, "apply", "killed", chart, "-n", ns, "--injector", "sidecar-injector f=FILE")
+	if r.code == 0 || !strings.Contains(r.stderr, "another operation (install/upgrade/rollback) is in progress") || !strings.Contains(r.stderr, "pending-install") {
+		t.Errorf("apply over a killed install:\n%s", r)
+	}
+	mustHelm(t, "uninstall", "killed", "-n", ns)
+	mustHelmInject(t, "apply", "killed", chart, "-n", ns, "--injector", "sidecar-injector f=FILE")
+	if s := status("killed"); s != "1 deployed" {
+		t.Errorf("after helm uninstall and apply the release is %q, want 1 deployed", s)
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestReleaseArchives runs the real goreleaser on a copy of the repository:
@@ -142,32 +144,97 @@ func TestReleaseArchives(t *testing.T) {
 		}
 	})
 
-	t.Run("the hook refuses an archive that does not match checksums.txt", func(t *testing.T) {
-		tampered := t.TempDir()
+	// checksums serves the linux/amd64 archive with checksums.txt as
+	// edit makes it (nil: no checksums.txt at all), and returns what
+	// `helm plugin install` of a checkout without Go printed, and its code.
+	checksums := func(t *testing.T, edit func(string) *string) result {
+		t.Helper()
+		dir := t.TempDir()
 		for _, f := range []string{"helm-inject-linux-amd64.tar.gz", "checksums.txt"} {
 			data, err := os.ReadFile(filepath.Join(dist, f))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if f == "checksums.txt" {
-				data = []byte(strings.Replace(string(data), sums["helm-inject-linux-amd64.tar.gz"], strings.Repeat("0", 64), 1))
+				edited := edit(string(data))
+				if edited == nil {
+					continue
+				}
+				data = []byte(*edited)
 			}
-			if err := os.WriteFile(filepath.Join(tampered, f), data, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		bad := httptest.NewTLSServer(http.FileServer(http.Dir(tampered)))
-		defer bad.Close()
-		badCA := filepath.Join(t.TempDir(), "ca.pem")
-		if err := os.WriteFile(badCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: bad.Certificate().Raw}), 0o600); err != nil {
+		srv := httptest.NewTLSServer(http.FileServer(http.Dir(dir)))
+		t.Cleanup(srv.Close)
+		ca := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		dataHome := t.TempDir()
 		c := command{env: []string{"HELM_DATA_HOME=" + dataHome, "HELM_PLUGINS=" + filepath.Join(dataHome, "plugins"),
-			"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + bad.URL, "CURL_CA_BUNDLE=" + badCA}}
+			"PATH=" + pathWithout(t, "go"), "HELM_INJECT_RELEASE_URL=" + srv.URL, "CURL_CA_BUNDLE=" + ca}}
 		r := c.run(t, helmBin(t), "plugin", "install", repoCopy(t))
+		if _, err := os.Stat(filepath.Join(dataHome, "plugins", "helm-inject", "bin", "helm-inject")); err == nil {
+			t.Errorf("a binary was installed:\n%s", r)
+		}
+		return r
+	}
+	t.Run("the hook refuses an archive that does not match checksums.txt", func(t *testing.T) {
+		r := checksums(t, func(s string) *string {
+			s = strings.Replace(s, sums["helm-inject-linux-amd64.tar.gz"], strings.Repeat("0", 64), 1)
+			return &s
+		})
 		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "checksums.txt says '"+strings.Repeat("0", 64)+"'; not installing") {
 			t.Errorf("installing a tampered archive:\n%s", r)
+		}
+	})
+	t.Run("the hook refuses an archive checksums.txt does not list", func(t *testing.T) {
+		r := checksums(t, func(s string) *string {
+			var kept []string
+			for _, l := range strings.Split(s, "\n") {
+				if !strings.HasSuffix(l, "helm-inject-linux-amd64.tar.gz") {
+					kept = append(kept, l)
+				}
+			}
+			s = strings.Join(kept, "\n")
+			return &s
+		})
+		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "checksums.txt says ''; not installing") {
+			t.Errorf("installing an archive checksums.txt does not list:\n%s", r)
+		}
+	})
+	t.Run("the hook refuses an archive without checksums.txt", func(t *testing.T) {
+		r := checksums(t, func(string) *string { return nil })
+		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "/checksums.txt to verify the archive") {
+			t.Errorf("installing without checksums.txt:\n%s", r)
+		}
+	})
+
+	// plugin.yaml's Windows command is the binary the zip holds at its
+	// top level (the hook does not run on Windows; the zip is unpacked
+	// into the plugins folder as it is).
+	t.Run("the Windows command of plugin.yaml is in the zip", func(t *testing.T) {
+		var manifest struct {
+			PlatformCommand []struct{ OS, Command string } `json:"platformCommand"`
+		}
+		b, err := os.ReadFile(filepath.Join(src, "plugin.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, &manifest); err != nil {
+			t.Fatal(err)
+		}
+		var windows string
+		for _, c := range manifest.PlatformCommand {
+			if c.OS == "windows" {
+				windows = c.Command
+			}
+		}
+		files := archiveFiles(t, filepath.Join(dist, "helm-inject-windows-amd64.zip"))
+		if rel, ok := strings.CutPrefix(windows, "$HELM_PLUGIN_DIR/"); !ok || !slices.Contains(files, rel) {
+			t.Errorf("plugin.yaml's windows command %q is not a file of the zip %v", windows, files)
 		}
 	})
 }

@@ -85,4 +85,16 @@ func TestKeptChartRendersBackWithHelm(t *testing.T) {
 	if !strings.Contains(byHelm, "name: sidecar") || !strings.Contains(byHelm, `greeting: "welcome, {{ user }}"`) {
 		t.Errorf("kept chart output lacks the sidecar or the literal braces")
 	}
+
+	// apply --keep-chart keeps the chart it installed: rendered by helm,
+	// it gives the manifest the release holds.
+	ns := namespace(t)
+	applied := filepath.Join(t.TempDir(), "applied")
+	mustHelmInject(t, "apply", "keptapply", apiChart, "-n", ns, "--keep-chart", applied, "--injector", "sidecar-injector f=FILE")
+	stored := mustHelm(t, "get", "manifest", "keptapply", "-n", ns).stdout
+	// helm template prints the test hook too; the manifest holds no hooks.
+	rendered := mustHelm(t, "template", "keptapply", applied, "-n", ns, "--skip-tests").stdout
+	if strings.TrimSpace(rendered) != strings.TrimSpace(stored) || !strings.Contains(stored, "name: sidecar") {
+		t.Errorf("helm template of the chart apply --keep-chart kept differs from the release's manifest\n--- kept:\n%s\n--- release:\n%s", rendered, stored)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // library makes an injector library in a temporary folder holding the
@@ -243,5 +245,42 @@ func TestVersionedInjectorBadInput(t *testing.T) {
 				t.Errorf("history = %v after a failed apply", revs)
 			}
 		})
+	}
+}
+
+// TestReconcileEdges: --update-injectors moves a release whose strategy is
+// never; never keeps the recorded version only while it satisfies the
+// constraint; status -o yaml shows the version recorded.
+func TestReconcileEdges(t *testing.T) {
+	ns := namespace(t)
+	lib := library(t, "1.0.0")
+	apply := func(rel string, extra ...string) result {
+		args := append([]string{"apply", rel, apiChart, "-n", ns, "--injector-library", lib,
+			"--with-set", "log-shipper.destination=logs.example:24224"}, extra...)
+		return mustHelmInject(t, args...)
+	}
+	apply("forced", "--with", "log-shipper@^1", "--reconcile", "never")
+	apply("narrow", "--with", "log-shipper@~1.0", "--reconcile", "never")
+	addVersion(t, lib, "log-shipper", "1.1.0")
+	mustHelmInject(t, "injectors", "lock", "--injector-library", lib)
+
+	apply("forced", "--with", "log-shipper@^1", "--reconcile", "never", "--update-injectors")
+	if v, _ := shipperVersion(t, "forced", ns); v != "1.1.0" || len(revisions(t, "forced", ns)) != 2 {
+		t.Errorf("--update-injectors on a never release: log-shipper %s, history %v; want 1.1.0 in a second revision", v, revisions(t, "forced", ns))
+	}
+	// The constraint moves past the recorded 1.0.0: never cannot keep it.
+	apply("narrow", "--with", "log-shipper@^1.1", "--reconcile", "never")
+	if v, _ := shipperVersion(t, "narrow", ns); v != "1.1.0" {
+		t.Errorf("never with a constraint 1.0.0 no longer satisfies: log-shipper %s, want 1.1.0", v)
+	}
+	var st struct {
+		Revision  int
+		Injectors []struct{ Name, Version string }
+	}
+	if err := yaml.Unmarshal([]byte(mustHelmInject(t, "status", "forced", "-n", ns, "-o", "yaml").stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision != 2 || len(st.Injectors) != 1 || st.Injectors[0].Name != "log-shipper" || st.Injectors[0].Version != "1.1.0" {
+		t.Errorf("status -o yaml = %+v", st)
 	}
 }

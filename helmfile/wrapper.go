@@ -93,7 +93,7 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm,
 		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory)
 	globals, command := splitCommand(args)
-	if command == "sync" || command == "apply" || command == "deploy" {
+	if command == "sync" || command == "apply" {
 		// helmfile syncs releases one group at a time, so a release whose
 		// injector fails would stop the run after others were already
 		// upgraded. A diff runs every release through the same render and
