@@ -104,15 +104,9 @@ func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Docum
 // dropped, added, renamed or moved, and no hook turned into a plain manifest
 // or back. A resource without a namespace counts as being in namespace.
 func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Document, error) {
-	key := func(id manifest.ID) manifest.ID {
-		if id.Namespace == "" {
-			id.Namespace = namespace
-		}
-		return id
-	}
 	pending := make(map[manifest.ID][]int, len(in))
 	for i, d := range in {
-		k := key(d.ID)
+		k := d.ID.InNamespace(namespace)
 		pending[k] = append(pending[k], i)
 	}
 	parts := manifest.Split(output)
@@ -126,7 +120,7 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 		if d.Empty() {
 			continue // comments an injector wrote; nothing Helm would create
 		}
-		k := key(d.ID)
+		k := d.ID.InNamespace(namespace)
 		q := pending[k]
 		if len(q) == 0 {
 			added = append(added, d.ID)
@@ -157,12 +151,7 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 // ("moved") or only in apiVersion/kind ("changed the kind") first. A
 // resource without a namespace is in namespace.
 func describeChanges(dropped, added []manifest.ID, namespace string) string {
-	ns := func(id manifest.ID) string {
-		if id.Namespace == "" {
-			return namespace
-		}
-		return id.Namespace
-	}
+	ns := func(id manifest.ID) string { return id.InNamespace(namespace).Namespace }
 	var msg []string
 	used := make([]bool, len(added))
 	var unpaired []string

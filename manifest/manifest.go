@@ -37,6 +37,15 @@ func (id ID) String() string {
 	return id.APIVersion + " " + id.Kind + " " + name
 }
 
+// InNamespace returns id with namespace filled in when it has none: where
+// Helm creates a resource that does not name its namespace.
+func (id ID) InNamespace(namespace string) ID {
+	if id.Namespace == "" {
+		id.Namespace = namespace
+	}
+	return id
+}
+
 // Document is one rendered resource.
 type Document struct {
 	// Source is the chart template that produced the document, as Helm names

@@ -181,3 +181,14 @@ func TestDigest(t *testing.T) {
 		t.Errorf("Join = %q", Join(docs))
 	}
 }
+
+func TestInNamespace(t *testing.T) {
+	unset := ID{APIVersion: "v1", Kind: "ConfigMap", Name: "c"}
+	set := ID{APIVersion: "v1", Kind: "ConfigMap", Namespace: "other", Name: "c"}
+	if got := unset.InNamespace("shop"); got.Namespace != "shop" || got.Name != "c" {
+		t.Errorf("a resource without a namespace is created in the release's: got %v", got)
+	}
+	if got := set.InNamespace("shop"); got != set {
+		t.Errorf("a resource that names its namespace keeps it: got %v", got)
+	}
+}

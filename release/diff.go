@@ -170,13 +170,7 @@ func manifestDocuments(stream string) ([]manifest.Document, error) {
 // and lists what differs, in the order of after, then removed resources in
 // the order of before.
 func compare(before, after []manifest.Document, ns string) []Change {
-	key := func(d manifest.Document) manifest.ID {
-		id := d.ID
-		if id.Namespace == "" {
-			id.Namespace = ns
-		}
-		return id
-	}
+	key := func(d manifest.Document) manifest.ID { return d.ID.InNamespace(ns) }
 	// Documents of comments only create nothing and have no identity.
 	before = slices.DeleteFunc(slices.Clone(before), manifest.Document.Empty)
 	after = slices.DeleteFunc(slices.Clone(after), manifest.Document.Empty)
