@@ -31,8 +31,8 @@ import (
 // cluster.
 type Apply struct {
 	cfg *action.Configuration
+	Inputs
 
-	Namespace       string
 	CreateNamespace bool
 	// Install allows installing a release that does not exist yet
 	// (`upgrade --install`); apply always sets it.
@@ -46,33 +46,16 @@ type Apply struct {
 	DryRun       bool
 	DisableHooks bool
 	SkipCRDs     bool
-	ValuesMode   ValuesMode
-	// SkipSchemaValidation skips values.schema.json, as Helm's flag does.
-	SkipSchemaValidation bool
-
-	// Pipeline holds the injectors.
-	Pipeline *inject.Pipeline
-	// InjectDir is the working directory of injector commands.
-	InjectDir string
-	// KeepChart, when set, also writes the temporary chart to this folder.
-	KeepChart string
 	// ForceUpgrade upgrades even when nothing changed.
 	ForceUpgrade bool
 	// Force, CleanupOnFail and DisableOpenAPIValidation are Helm's flags.
 	Force                    bool
 	CleanupOnFail            bool
 	DisableOpenAPIValidation bool
-	// Reconcile and UpdateInjectors choose built-in injector versions.
-	Reconcile       inject.ReconcileStrategy
-	UpdateInjectors bool
-
-	// TakeOwnership, Labels, Recreate are Helm's --take-ownership,
-	// --labels and --recreate-pods.
+	// TakeOwnership and Recreate are Helm's --take-ownership and
+	// --recreate-pods.
 	TakeOwnership bool
-	Labels        map[string]string
 	Recreate      bool
-	// Render holds the rendering flags shared with Diff and Template.
-	Render RenderFlags
 }
 
 // RenderFlags are Helm's flags that change how a chart renders, shared by
@@ -92,7 +75,7 @@ type RenderFlags struct {
 
 // NewApply returns an Apply bound to a Helm configuration.
 func NewApply(cfg *action.Configuration) *Apply {
-	return &Apply{cfg: cfg, Install: true, Timeout: 5 * time.Minute, Pipeline: &inject.Pipeline{}}
+	return &Apply{cfg: cfg, Install: true, Timeout: 5 * time.Minute, Inputs: Inputs{Pipeline: &inject.Pipeline{}}}
 }
 
 // Source is the chart to apply: what the user named, and its loaded form.
@@ -113,15 +96,11 @@ type Result struct {
 
 // Run applies src as release name with the user's values vals.
 func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[string]any) (*Result, error) {
-	p, err := makePlan(ctx, a.cfg, name, src, vals, planOptions{
-		namespace: a.Namespace, valuesMode: a.ValuesMode, skipSchemaValidation: a.SkipSchemaValidation,
-		pipeline: a.Pipeline, injectDir: a.InjectDir, keepChart: a.KeepChart,
-		strategy: a.Reconcile, updateInjectors: a.UpdateInjectors, render: a.Render,
-	})
+	p, err := makePlan(ctx, a.cfg, name, src, vals, a.Inputs)
 	if err != nil {
 		return nil, err
 	}
-	current, last, tc := p.current, p.last, p.chart
+	current := p.current
 	if current == nil && !a.Install {
 		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
 	}
@@ -136,35 +115,44 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	}
 
 	if current == nil {
-		inst := action.NewInstall(a.cfg)
-		inst.ReleaseName = name
-		inst.Namespace = a.Namespace
-		inst.CreateNamespace = a.CreateNamespace
-		inst.Wait, inst.WaitForJobs, inst.Timeout, inst.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
-		inst.Description = a.Description
-		inst.DryRun = a.DryRun
-		inst.DisableHooks = a.DisableHooks
-		inst.SkipCRDs = a.SkipCRDs
-		inst.SkipSchemaValidation = true // checked against the source chart
-		inst.Force = a.Force
-		inst.DisableOpenAPIValidation = a.DisableOpenAPIValidation
-		inst.TakeOwnership = a.TakeOwnership
-		inst.Labels = a.Labels
-		inst.PostRenderer = p.postRenderer
-		// A release whose history holds only uninstalled revisions (kept
-		// with --keep-history) is replaced, as `helm upgrade --install` does.
-		inst.Replace = last != nil
-		a.cfg.Releases.MaxHistory = a.MaxHistory
-		rel, err := inst.RunWithContext(ctx, tc, vals)
-		if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
-			return &Result{Release: rel, Installed: true}, a.interruptedInstall(rel, err)
-		}
-		if err != nil {
-			return &Result{Release: rel, Installed: true}, fmt.Errorf("release %q: install: %w", name, err)
-		}
-		return &Result{Release: rel, Installed: true}, nil
+		return a.install(ctx, p, name, vals)
 	}
+	return a.upgrade(ctx, p, name, vals)
+}
 
+// install installs the planned chart as the first revision of name.
+func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[string]any) (*Result, error) {
+	inst := action.NewInstall(a.cfg)
+	inst.ReleaseName = name
+	inst.Namespace = a.Namespace
+	inst.CreateNamespace = a.CreateNamespace
+	inst.Wait, inst.WaitForJobs, inst.Timeout, inst.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
+	inst.Description = a.Description
+	inst.DryRun = a.DryRun
+	inst.DisableHooks = a.DisableHooks
+	inst.SkipCRDs = a.SkipCRDs
+	inst.SkipSchemaValidation = true // checked against the source chart
+	inst.Force = a.Force
+	inst.DisableOpenAPIValidation = a.DisableOpenAPIValidation
+	inst.TakeOwnership = a.TakeOwnership
+	inst.Labels = a.Labels
+	inst.PostRenderer = p.postRenderer
+	// A release whose history holds only uninstalled revisions (kept
+	// with --keep-history) is replaced, as `helm upgrade --install` does.
+	inst.Replace = p.last != nil
+	a.cfg.Releases.MaxHistory = a.MaxHistory
+	rel, err := inst.RunWithContext(ctx, p.chart, vals)
+	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
+		return &Result{Release: rel, Installed: true}, a.interruptedInstall(rel, err)
+	}
+	if err != nil {
+		return &Result{Release: rel, Installed: true}, fmt.Errorf("release %q: install: %w", name, err)
+	}
+	return &Result{Release: rel, Installed: true}, nil
+}
+
+// upgrade makes the planned chart the next revision of name.
+func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[string]any) (*Result, error) {
 	up := action.NewUpgrade(a.cfg)
 	up.Namespace = a.Namespace
 	up.Wait, up.WaitForJobs, up.Timeout, up.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
@@ -189,7 +177,7 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	case ValuesResetThenReuse:
 		up.ResetThenReuseValues = true
 	}
-	rel, err := up.RunWithContext(ctx, name, tc, vals)
+	rel, err := up.RunWithContext(ctx, name, p.chart, vals)
 	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
 		// Helm's upgrade marks the revision failed itself (and rolls back
 		// with --atomic).
@@ -275,25 +263,10 @@ type plan struct {
 	postRenderer postrender.PostRenderer
 }
 
-// planOptions are the inputs of a plan that are not the chart and values.
-type planOptions struct {
-	namespace            string
-	valuesMode           ValuesMode
-	skipSchemaValidation bool
-	pipeline             *inject.Pipeline
-	injectDir, keepChart string
-	strategy             inject.ReconcileStrategy
-	updateInjectors      bool
-	// kubeVersion overrides the server's version in .Capabilities (helm
-	// diff's --kube-version, which helmfile passes).
-	kubeVersion string
-	render      RenderFlags
-}
-
 // makePlan reads the release history, renders, injects and builds the
 // temporary chart: every step that can reject user input, and none that
 // writes to the cluster.
-func makePlan(ctx context.Context, cfg *action.Configuration, name string, src Source, vals map[string]any, o planOptions) (*plan, error) {
+func makePlan(ctx context.Context, cfg *action.Configuration, name string, src Source, vals map[string]any, o Inputs) (*plan, error) {
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("release name %q: %w", name, err)
 	}
@@ -303,24 +276,24 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	}
 	// diff's --api-versions (apply has no such flag: the SDK's install
 	// would discover the server's own).
-	caps, restConfig, err := clusterFacts(cfg, name, o.kubeVersion, o.render.APIVersions)
+	caps, restConfig, err := clusterFacts(cfg, name, o.KubeVersion, o.Render.APIVersions)
 	if err != nil {
 		return nil, err
 	}
-	if o.kubeVersion == "" {
+	if o.KubeVersion == "" {
 		// The SDK's install and upgrade ask the API server the same
 		// questions again unless told the answers.
 		cfg.Capabilities = caps
 	}
 	opts := chartify.RenderOptions{
 		ReleaseName:          name,
-		Namespace:            o.namespace,
+		Namespace:            o.Namespace,
 		Revision:             1,
 		Capabilities:         caps,
 		RESTConfig:           restConfig,
-		SkipSchemaValidation: o.skipSchemaValidation,
-		EnableDNS:            o.render.EnableDNS,
-		SubNotes:             o.render.SubNotes,
+		SkipSchemaValidation: o.SkipSchemaValidation,
+		EnableDNS:            o.Render.EnableDNS,
+		SubNotes:             o.Render.SubNotes,
 	}
 	renderVals := vals
 	if last != nil {
@@ -329,25 +302,25 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if current != nil {
 		opts.IsUpgrade = true
 		opts.Namespace = current.Namespace
-		if renderVals, err = upgradeValues(o.valuesMode, src.Chart, current, vals); err != nil {
+		if renderVals, err = upgradeValues(o.ValuesMode, src.Chart, current, vals); err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
-	if o.strategy == "" {
-		o.strategy = inject.ReconcileAlways
+	if o.Reconcile == "" {
+		o.Reconcile = inject.ReconcileAlways
 	}
-	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.pipeline, recordedChoice(current, o.strategy, o.updateInjectors), o.injectDir)
+	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.Pipeline, recordedChoice(current, o.Reconcile, o.UpdateInjectors), o.InjectDir)
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := loadTempChart(name, tc, o.keepChart)
+	loaded, err := loadTempChart(name, tc, o.KeepChart)
 	if err != nil {
 		return nil, err
 	}
 	rendered.Chart = loaded
 	pl := &plan{current: current, last: last, chart: loaded, rendered: rendered, namespace: opts.Namespace}
-	if o.render.PostRenderer != nil {
-		if pl.postRenderer, err = postRender(rendered, o.render.PostRenderer); err != nil {
+	if o.Render.PostRenderer != nil {
+		if pl.postRenderer, err = postRender(rendered, o.Render.PostRenderer); err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}

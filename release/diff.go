@@ -24,29 +24,17 @@ import (
 // the result with the deployed revision's manifest and hooks.
 type Diff struct {
 	cfg *action.Configuration
+	Inputs
 
-	Namespace            string
-	ValuesMode           ValuesMode
-	SkipSchemaValidation bool
 	// AllowUnreleased treats a release that does not exist as empty, so
 	// everything shows as added; without it that is an error.
 	AllowUnreleased bool
-
-	Pipeline  *inject.Pipeline
-	InjectDir string
-	// Reconcile and UpdateInjectors choose built-in injector versions, as
-	// for Apply.
-	Reconcile       inject.ReconcileStrategy
-	UpdateInjectors bool
-	// KubeVersion overrides the server's version in .Capabilities.
-	KubeVersion string
-	// Labels are --labels, as apply would merge them.
-	Labels map[string]string
-	Render RenderFlags
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
-func NewDiff(cfg *action.Configuration) *Diff { return &Diff{cfg: cfg, Pipeline: &inject.Pipeline{}} }
+func NewDiff(cfg *action.Configuration) *Diff {
+	return &Diff{cfg: cfg, Inputs: Inputs{Pipeline: &inject.Pipeline{}}}
+}
 
 // ChangeType says how a resource changes.
 type ChangeType string
@@ -85,12 +73,10 @@ type DiffResult struct {
 
 // Run computes the changes for release name.
 func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string]any) (*DiffResult, error) {
-	p, err := makePlan(ctx, d.cfg, name, src, vals, planOptions{
-		namespace: d.Namespace, valuesMode: d.ValuesMode, skipSchemaValidation: d.SkipSchemaValidation,
-		pipeline: d.Pipeline, injectDir: d.InjectDir,
-		strategy: d.Reconcile, updateInjectors: d.UpdateInjectors, kubeVersion: d.KubeVersion,
-		render: d.Render,
-	})
+	// Diff shows what apply would do; a kept chart is apply's business.
+	in := d.Inputs
+	in.KeepChart = ""
+	p, err := makePlan(ctx, d.cfg, name, src, vals, in)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func renderAPI(t *testing.T, p *inject.Pipeline, vals map[string]any) []manifest
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := (&Template{Namespace: "prod", Pipeline: p}).Run(t.Context(), "api", Source{Ref: "api", Chart: ch}, vals)
+	r, err := (&Template{Inputs: Inputs{Namespace: "prod", Pipeline: p}}).Run(t.Context(), "api", Source{Ref: "api", Chart: ch}, vals)
 	if err != nil {
 		t.Fatal(err)
 	}

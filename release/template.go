@@ -14,7 +14,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/helm-inject/helm-inject/chartify"
-	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -22,16 +21,9 @@ import (
 // template`, and returns what Apply would install: what the temporary
 // chart renders to, so template output and `helm get manifest` agree.
 type Template struct {
-	Namespace   string
-	KubeVersion string
-	IsUpgrade   bool
-	// SkipSchemaValidation skips values.schema.json.
-	SkipSchemaValidation bool
-
-	Pipeline  *inject.Pipeline
-	InjectDir string
-	KeepChart string
-	Render    RenderFlags
+	Inputs
+	// IsUpgrade sets .Release.IsUpgrade instead of .Release.IsInstall.
+	IsUpgrade bool
 
 	// Cluster, when set (--validate, --dry-run=server), renders with the
 	// cluster's capabilities and live lookups instead of offline ones.

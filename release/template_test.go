@@ -67,7 +67,7 @@ func TestTemplateGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tpl := &Template{Namespace: "shop", Pipeline: &inject.Pipeline{Injectors: []inject.Injector{c}}}
+			tpl := &Template{Inputs: Inputs{Namespace: "shop", Pipeline: &inject.Pipeline{Injectors: []inject.Injector{c}}}}
 			r, err := tpl.Run(t.Context(), "demo", Source{Ref: "fixtures/charts/webapp", Chart: ch}, map[string]any{"greeting": "hej"})
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +91,7 @@ func TestTemplateShowOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := (&Template{Namespace: "shop"}).Run(t.Context(), "demo", Source{Ref: "webapp", Chart: ch}, nil)
+	r, err := (&Template{Inputs: Inputs{Namespace: "shop"}}).Run(t.Context(), "demo", Source{Ref: "webapp", Chart: ch}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

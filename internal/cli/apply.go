@@ -29,7 +29,6 @@ the next apply continues from there. See docs/reliability.md.`
 // applyFlags are the flags of apply and upgrade.
 type applyFlags struct {
 	releaseInputs
-	keepChart     string
 	install       bool
 	createNS      bool
 	wait          bool
@@ -47,7 +46,6 @@ type applyFlags struct {
 	noOpenAPI     bool
 	dryRunMode    string
 	takeOwnership bool
-	labels        map[string]string
 	hideNotes     bool
 	hideSecret    bool
 	recreate      bool
@@ -59,7 +57,7 @@ type applyFlags struct {
 func (a *applyFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	a.releaseInputs.add(f)
-	f.StringVar(&a.keepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
+	f.StringVar(&a.inputs.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
 	f.BoolVar(&a.createNS, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&a.wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
 	f.BoolVar(&a.waitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")
@@ -75,7 +73,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
 	f.BoolVar(&a.noOpenAPI, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
 	f.BoolVar(&a.takeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
-	f.StringToStringVarP(&a.labels, "labels", "l", nil, "labels added to the release metadata, merged with the last revision's (a label set to null is removed)")
+	f.StringToStringVarP(&a.inputs.Labels, "labels", "l", nil, "labels added to the release metadata, merged with the last revision's (a label set to null is removed)")
 	f.BoolVar(&a.hideNotes, "hide-notes", false, "do not print the notes (they are still stored in the release)")
 	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
 	f.BoolVar(&a.recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
@@ -141,7 +139,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err != nil {
 		return err
 	}
-	ap, err := a.newApply(settings, l)
+	ap, err := a.newApply(l)
 	if err != nil {
 		return err
 	}
@@ -153,13 +151,14 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 }
 
 // newApply builds the release.Apply the flags describe.
-func (a *applyFlags) newApply(settings *cli.EnvSettings, l *loaded) (*release.Apply, error) {
+func (a *applyFlags) newApply(l *loaded) (*release.Apply, error) {
 	rf, err := a.render.flags(nil)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	ap := release.NewApply(l.cfg)
-	ap.Namespace = settings.Namespace()
+	ap.Inputs = l.inputs
+	ap.Render = rf
 	ap.Install = a.install
 	ap.CreateNamespace = a.createNS
 	ap.Wait, ap.WaitForJobs, ap.Timeout, ap.Atomic = a.wait, a.waitForJobs, a.timeout, a.atomic
@@ -168,16 +167,9 @@ func (a *applyFlags) newApply(settings *cli.EnvSettings, l *loaded) (*release.Ap
 	ap.DryRun = a.dryRun
 	ap.DisableHooks = a.noHooks
 	ap.SkipCRDs = a.skipCRDs
-	ap.SkipSchemaValidation = a.skipSchema
-	ap.ValuesMode = l.valuesMode
 	ap.ForceUpgrade = a.forceUpgrade
 	ap.Force, ap.CleanupOnFail, ap.DisableOpenAPIValidation = a.force, a.cleanupOnFail, a.noOpenAPI
-	ap.Reconcile, ap.UpdateInjectors = l.strategy, a.updateInj
-	ap.Pipeline = l.pipeline
-	ap.InjectDir = a.injectDir
-	ap.KeepChart = a.keepChart
-	ap.TakeOwnership, ap.Labels, ap.Recreate = a.takeOwnership || len(a.adopt) > 0, a.labels, a.recreate
-	ap.Render = rf
+	ap.TakeOwnership, ap.Recreate = a.takeOwnership || len(a.adopt) > 0, a.recreate
 	return ap, nil
 }
 

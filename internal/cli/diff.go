@@ -33,12 +33,10 @@ type diffFlags struct {
 	output        string
 	color         bool
 	noColor       bool
-	kubeVersion   string
 	noValidation  bool
 	suppressLines []string
 	apiVersions   []string
 	dryRunMode    string
-	labels        map[string]string
 	render        renderFlags
 }
 
@@ -52,7 +50,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.print.ShowSecrets, "show-secrets", false, "show Secret values instead of masking them")
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
-	f.StringVar(&d.kubeVersion, "kube-version", "", "Kubernetes version for .Capabilities.KubeVersion (default: the server's)")
+	f.StringVar(&d.inputs.KubeVersion, "kube-version", "", "Kubernetes version for .Capabilities.KubeVersion (default: the server's)")
 	f.BoolVar(&d.noValidation, "disable-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
 	f.BoolVar(&d.noValidation, "disable-openapi-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
 	f.BoolVar(&d.install, "install", false, "same as --allow-unreleased (helm-diff's spelling for helm upgrade --install)")
@@ -64,7 +62,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.print.StripTrailingCR, "strip-trailing-cr", false, "ignore carriage returns at the ends of lines")
 	f.StringSliceVarP(&d.apiVersions, "api-versions", "a", nil, "Kubernetes api versions added to Capabilities.APIVersions")
 	d.render.add(f, false)
-	f.StringToStringVarP(&d.labels, "labels", "l", nil, "the --labels apply would be given: a change of the release's labels counts as a change")
+	f.StringToStringVarP(&d.inputs.Labels, "labels", "l", nil, "the --labels apply would be given: a change of the release's labels counts as a change")
 	addDryRun(f, &d.dryRunMode, "--dry-run=server is how diff always works (lookups reach the cluster); client (no cluster) is refused: use helm-inject template")
 	noop(f, "normalize-manifests", "", noopBool(), "both sides are compared as documents after Helm's own rendering, not as raw text")
 	noop(f, "find-renames", "D", noopString(), "resources are paired by kind, namespace and name; a renamed one shows as removed and added")
@@ -119,7 +117,7 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	if err != nil {
 		return err
 	}
-	df, err := d.newDiff(settings, l)
+	df, err := d.newDiff(l)
 	if err != nil {
 		return err
 	}
@@ -146,22 +144,15 @@ func (d *diffFlags) printOptions(out io.Writer) release.DiffPrintOptions {
 }
 
 // newDiff builds the release.Diff the flags describe.
-func (d *diffFlags) newDiff(settings *cli.EnvSettings, l *loaded) (*release.Diff, error) {
+func (d *diffFlags) newDiff(l *loaded) (*release.Diff, error) {
 	rf, err := d.render.flags(d.apiVersions)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	df := release.NewDiff(l.cfg)
-	df.Namespace = settings.Namespace()
-	df.ValuesMode = l.valuesMode
-	df.SkipSchemaValidation = d.skipSchema
-	df.AllowUnreleased = d.unreleased || d.install
+	df.Inputs = l.inputs
 	df.Render = rf
-	df.Labels = d.labels
-	df.Pipeline = l.pipeline
-	df.InjectDir = d.injectDir
-	df.Reconcile, df.UpdateInjectors = l.strategy, d.updateInj
-	df.KubeVersion = d.kubeVersion
+	df.AllowUnreleased = d.unreleased || d.install
 	return df, nil
 }
 

@@ -65,15 +65,14 @@ func releaseCommands() map[string]func() (*cobra.Command, *releaseInputs) {
 // is not data (the post-renderer program, the cluster client).
 var ignoreRuntime = cmp.Options{
 	cmpopts.IgnoreUnexported(release.Apply{}, release.Diff{}),
-	cmpopts.IgnoreFields(release.Apply{}, "Pipeline"),
-	cmpopts.IgnoreFields(release.Diff{}, "Pipeline"),
+	cmpopts.IgnoreFields(release.Inputs{}, "Pipeline"),
 	cmpopts.IgnoreFields(release.RenderFlags{}, "PostRenderer"),
 }
 
 // TestApplyFlags: every flag of apply (and upgrade) lands in the field of
 // release.Apply that the Helm SDK reads, with helm's defaults when absent.
 func TestApplyFlags(t *testing.T) {
-	defaults := release.Apply{Namespace: "default", Timeout: 5 * time.Minute, MaxHistory: 10, Reconcile: inject.ReconcileAlways}
+	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Timeout: 5 * time.Minute, MaxHistory: 10}
 	with := func(f func(*release.Apply)) release.Apply { a := defaults; f(&a); return a }
 	tests := []struct {
 		args []string
@@ -120,7 +119,7 @@ func TestApplyFlags(t *testing.T) {
 				}
 				l := parsed(t, cmd, &a.releaseInputs, tt.args...)
 				a.dryRun = a.dryRunMode != ""
-				got, err := a.newApply(cli.New(), l)
+				got, err := a.newApply(l)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +134,7 @@ func TestApplyFlags(t *testing.T) {
 // TestDiffFlags: every flag of diff lands in release.Diff or in the print
 // options.
 func TestDiffFlags(t *testing.T) {
-	defaults := release.Diff{Namespace: "default", Reconcile: inject.ReconcileAlways}
+	defaults := release.Diff{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}}
 	with := func(f func(*release.Diff)) release.Diff { d := defaults; f(&d); return d }
 	tests := []struct {
 		args  []string
@@ -176,7 +175,7 @@ func TestDiffFlags(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			cmd, d := diffCommand(cli.New(), "diff", "")
 			l := parsed(t, cmd, &d.releaseInputs, tt.args...)
-			got, err := d.newDiff(cli.New(), l)
+			got, err := d.newDiff(l)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +211,7 @@ func injectorFlags(t *testing.T, verb string) {
 		"--inject", "my-injector --label 'a b' FILE",
 		"--injector-library", "../../examples/injectors",
 		"--injector-timeout", "45s", "--skip-inject-hooks", "--skip-inject-tests")
-	p := l.pipeline
+	p := l.inputs.Pipeline
 	if p.Timeout != 45*time.Second || !p.SkipHooks || !p.SkipTests || len(p.Injectors) != 3 {
 		t.Fatalf("pipeline = %+v", p)
 	}

@@ -16,53 +16,52 @@ import (
 // apply, upgrade and diff: the chart and its values, the injectors and how
 // their versions are chosen, and how the previous values are treated.
 type releaseInputs struct {
-	chart       chartFlags
-	injectors   injectFlags
-	injectDir   string
+	chart     chartFlags
+	injectors injectFlags
+	// inputs are bound to the flags that set them directly; load fills
+	// in the rest (namespace, values mode, strategy, pipeline).
+	inputs      release.Inputs
 	resetValues bool
 	reuseValues bool
 	resetThen   bool
-	skipSchema  bool
 	reconcile   string
-	updateInj   bool
 }
 
 func (in *releaseInputs) add(f *pflag.FlagSet) {
 	in.chart.add(f)
 	in.injectors.add(f)
-	f.StringVar(&in.injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	f.StringVar(&in.inputs.InjectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.BoolVar(&in.resetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
 	f.BoolVar(&in.reuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides")
 	f.BoolVar(&in.resetThen, "reset-then-reuse-values", false, "when upgrading, reset the values to the chart's, then apply the last release's values and the overrides")
-	f.BoolVar(&in.skipSchema, "skip-schema-validation", false, "disable JSON schema validation")
+	f.BoolVar(&in.inputs.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
 	f.StringVar(&in.reconcile, "reconcile", string(inject.ReconcileAlways), "when a release moves to a newer version of a built-in injector: always, never (keep the recorded version), with-chart (move only when the release changes anyway)")
-	f.BoolVar(&in.updateInj, "update-injectors", false, "move built-in injectors to the version their constraint resolves to now, whatever --reconcile says")
+	f.BoolVar(&in.inputs.UpdateInjectors, "update-injectors", false, "move built-in injectors to the version their constraint resolves to now, whatever --reconcile says")
 }
 
 // loaded is everything a release verb needs, read and checked before any
 // cluster write.
 type loaded struct {
-	name       string
-	src        release.Source
-	vals       map[string]any
-	pipeline   *inject.Pipeline
-	valuesMode release.ValuesMode
-	strategy   inject.ReconcileStrategy
-	cfg        *action.Configuration
+	name   string
+	src    release.Source
+	vals   map[string]any
+	inputs release.Inputs
+	cfg    *action.Configuration
 }
 
 // load parses the injectors, loads the chart and values and connects to the
 // cluster. Every error names the release.
 func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, args []string) (*loaded, error) {
-	l := &loaded{name: args[0]}
+	l := &loaded{name: args[0], inputs: in.inputs}
+	l.inputs.Namespace = settings.Namespace()
 	var err error
-	if l.valuesMode, err = valuesMode(in.resetValues, in.reuseValues, in.resetThen); err != nil {
+	if l.inputs.ValuesMode, err = valuesMode(in.resetValues, in.reuseValues, in.resetThen); err != nil {
 		return nil, err
 	}
-	if l.strategy, err = inject.ParseReconcileStrategy(in.reconcile); err != nil {
+	if l.inputs.Reconcile, err = inject.ParseReconcileStrategy(in.reconcile); err != nil {
 		return nil, err
 	}
-	if l.pipeline, err = in.injectors.pipeline(); err != nil {
+	if l.inputs.Pipeline, err = in.injectors.pipeline(); err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	if l.src, l.vals, err = in.chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/release"
@@ -19,80 +20,92 @@ What is printed is exactly what apply would install: the documents of the
 temporary chart, in the order and with the "# Source:" paths Helm gives
 them when it renders that chart.`
 
+// templateFlags are the flags of template.
+type templateFlags struct {
+	chart       chartFlags
+	injectors   injectFlags
+	render      renderFlags
+	t           release.Template
+	print       release.PrintOptions
+	apiVersions []string
+	showOnly    []string
+	outputDir   string
+	useName     bool
+	dryRunMode  string
+}
+
 func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
-	var (
-		chart       chartFlags
-		injectors   injectFlags
-		render      renderFlags
-		t           release.Template
-		print       release.PrintOptions
-		apiVersions []string
-		showOnly    []string
-		outputDir   string
-		injectDir   string
-		useName     bool
-		dryRunMode  string
-	)
+	tf := &templateFlags{}
 	cmd := &cobra.Command{
 		Use:   "template NAME CHART",
 		Short: "Print a chart's manifests with sidecars injected",
 		Long:  templateLong,
 		Args:  exactArgs(2, "a release NAME and a CHART"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := injectors.pipeline()
-			if err != nil {
-				return fmt.Errorf("release %q: %w", args[0], err)
-			}
-			if t.Render, err = render.flags(apiVersions); err != nil {
-				return fmt.Errorf("release %q: %w", args[0], err)
-			}
-			src, vals, err := chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr())
-			if err != nil {
-				return fmt.Errorf("release %q: %w", args[0], err)
-			}
-			if t.Validate || dryRunMode == "server" {
-				// As helm template: --validate and --dry-run=server talk to
-				// the cluster, for its capabilities and live lookups.
-				if t.Cluster, err = release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr())); err != nil {
-					return err
-				}
-			}
-			t.Namespace = settings.Namespace()
-			t.Pipeline = p
-			t.InjectDir = injectDir
-			r, err := t.Run(cmd.Context(), args[0], src, vals)
-			if err != nil {
-				return err
-			}
-			print.ShowOnly = splitComma(showOnly)
-			if outputDir != "" {
-				if useName {
-					outputDir = filepath.Join(outputDir, args[0])
-				}
-				return release.WriteManifestsToDir(outputDir, r, print)
-			}
-			return release.WriteManifests(cmd.OutOrStdout(), r, print)
+			return tf.run(cmd, settings, args)
 		},
 	}
-	f := cmd.Flags()
-	chart.add(f)
-	injectors.add(f)
-	render.add(f, false)
-	f.StringVar(&injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	tf.add(cmd.Flags())
+	return cmd
+}
+
+func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
+	t := &tf.t
+	p, err := tf.injectors.pipeline()
+	if err != nil {
+		return fmt.Errorf("release %q: %w", args[0], err)
+	}
+	if t.Render, err = tf.render.flags(tf.apiVersions); err != nil {
+		return fmt.Errorf("release %q: %w", args[0], err)
+	}
+	src, vals, err := tf.chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("release %q: %w", args[0], err)
+	}
+	if t.Validate || tf.dryRunMode == "server" {
+		// As helm template: --validate and --dry-run=server talk to the
+		// cluster, for its capabilities and live lookups.
+		if t.Cluster, err = release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr())); err != nil {
+			return err
+		}
+	}
+	t.Namespace = settings.Namespace()
+	t.Pipeline = p
+	r, err := t.Run(cmd.Context(), args[0], src, vals)
+	if err != nil {
+		return err
+	}
+	tf.print.ShowOnly = splitComma(tf.showOnly)
+	if tf.outputDir != "" {
+		dir := tf.outputDir
+		if tf.useName {
+			dir = filepath.Join(dir, args[0])
+		}
+		return release.WriteManifestsToDir(dir, r, tf.print)
+	}
+	return release.WriteManifests(cmd.OutOrStdout(), r, tf.print)
+}
+
+func (tf *templateFlags) add(f *pflag.FlagSet) {
+	t := &tf.t
+	tf.chart.add(f)
+	tf.injectors.add(f)
+	tf.render.add(f, false)
+	f.StringVar(&t.InjectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.StringVar(&t.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
-	f.StringSliceVarP(&apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions")
+	f.StringSliceVarP(&tf.apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions")
 	f.BoolVar(&t.IsUpgrade, "is-upgrade", false, "set .Release.IsUpgrade instead of .Release.IsInstall")
-	f.BoolVar(&print.IncludeCRDs, "include-crds", false, "include CRDs in the templated output")
-	f.BoolVar(&print.DisableHooks, "no-hooks", false, "prevent hooks from being printed")
-	f.BoolVar(&print.SkipTests, "skip-tests", false, "skip tests from templated output")
-	f.BoolVar(&print.HideSecret, "hide-secret", false, "print Secrets of the manifest as a comment")
-	f.StringArrayVarP(&showOnly, "show-only", "s", nil, "only show manifests rendered from the given templates")
-	f.StringVar(&outputDir, "output-dir", "", "write the manifests to files in this folder instead of stdout")
-	f.BoolVar(&useName, "release-name", false, "with --output-dir, write into a folder named after the release")
+	f.BoolVar(&tf.print.IncludeCRDs, "include-crds", false, "include CRDs in the templated output")
+	f.BoolVar(&tf.print.DisableHooks, "no-hooks", false, "prevent hooks from being printed")
+	f.BoolVar(&tf.print.SkipTests, "skip-tests", false, "skip tests from templated output")
+	f.BoolVar(&tf.print.HideSecret, "hide-secret", false, "print Secrets of the manifest as a comment")
+	f.StringArrayVarP(&tf.showOnly, "show-only", "s", nil, "only show manifests rendered from the given templates")
+	f.StringVar(&tf.outputDir, "output-dir", "", "write the manifests to files in this folder instead of stdout")
+	f.BoolVar(&tf.useName, "release-name", false, "with --output-dir, write into a folder named after the release")
 	f.BoolVar(&t.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
 	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
 	f.BoolVar(&t.Validate, "validate", false, "render with the cluster's capabilities and live lookups, and validate the result against the cluster's API, as an install would")
-	addDryRun(f, &dryRunMode, "--dry-run=server renders with the cluster's capabilities and live lookups, as helm template does; client and none render offline")
+	addDryRun(f, &tf.dryRunMode, "--dry-run=server renders with the cluster's capabilities and live lookups, as helm template does; client and none render offline")
 	// helm template accepts every install flag; these change what an
 	// install does, not what it renders.
 	notInstalled := "template installs nothing"
@@ -105,7 +118,6 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 	noop(f, "adopt", "", noopString(), notInstalled)
 	refuse(f, "generate-name", "g", true, "give the release NAME as the first argument")
 	refuse(f, "name-template", "", false, "give the release NAME as the first argument")
-	return cmd
 }
 
 // exactArgs is cobra.ExactArgs with a message that says what is expected.

@@ -1,0 +1,36 @@
+package release
+
+import "github.com/helm-inject/helm-inject/inject"
+
+// Inputs are what a release is made of besides its chart and values, and
+// how its injectors run and are chosen. Apply, Diff and Template embed
+// them (as Helm's actions embed ChartPathOptions), so each input is
+// declared once and the CLI binds its flags to it once. Template has no
+// release history: it ignores ValuesMode, Reconcile, UpdateInjectors and
+// Labels.
+type Inputs struct {
+	// Namespace is the release's namespace.
+	Namespace string
+	// ValuesMode says how an upgrade treats the values of the deployed
+	// revision (--reset-values, --reuse-values, --reset-then-reuse-values).
+	ValuesMode ValuesMode
+	// SkipSchemaValidation skips values.schema.json, as Helm's flag does.
+	SkipSchemaValidation bool
+	// KubeVersion overrides the Kubernetes version in .Capabilities.
+	KubeVersion string
+
+	// Pipeline holds the injectors.
+	Pipeline *inject.Pipeline
+	// InjectDir is the working directory of injector commands.
+	InjectDir string
+	// Reconcile and UpdateInjectors choose built-in injector versions.
+	Reconcile       inject.ReconcileStrategy
+	UpdateInjectors bool
+
+	// KeepChart, when set, also writes the temporary chart to this folder.
+	KeepChart string
+	// Labels are the release's --labels, merged with the last revision's.
+	Labels map[string]string
+	// Render holds Helm's flags that change how a chart renders.
+	Render RenderFlags
+}
