@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -183,20 +182,6 @@ func compare(before, after []manifest.Document, ns string) []Change {
 		}
 	}
 	return changes
-}
-
-// storedConfig is the release config Helm's upgrade would store.
-func storedConfig(mode ValuesMode, current *release.Release, vals map[string]any) map[string]any {
-	switch mode {
-	case ValuesReuse, ValuesResetThenReuse:
-		return chartutil.CoalesceTables(copyValues(vals), current.Config)
-	case ValuesReset:
-		return vals
-	}
-	if len(vals) == 0 && len(current.Config) > 0 {
-		return current.Config
-	}
-	return vals
 }
 
 // sameJSON compares values as they are stored: JSON, where 2 and 2.0 are

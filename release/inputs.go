@@ -1,6 +1,10 @@
 package release
 
-import "github.com/helm-inject/helm-inject/inject"
+import (
+	"helm.sh/helm/v3/pkg/postrender"
+
+	"github.com/helm-inject/helm-inject/inject"
+)
 
 // Inputs are what a release is made of besides its chart and values, and
 // how its injectors run and are chosen. Apply, Diff and Template embed
@@ -33,4 +37,19 @@ type Inputs struct {
 	Labels map[string]string
 	// Render holds Helm's flags that change how a chart renders.
 	Render RenderFlags
+}
+
+// RenderFlags are Helm's flags that change how a chart renders, shared by
+// Apply, Diff and Template.
+type RenderFlags struct {
+	// EnableDNS lets templates resolve host names (--enable-dns).
+	EnableDNS bool
+	// SubNotes adds subcharts' NOTES.txt to the notes
+	// (--render-subchart-notes).
+	SubNotes bool
+	// PostRenderer runs after injection on the manifests (not hooks), as
+	// Helm's --post-renderer does.
+	PostRenderer postrender.PostRenderer
+	// APIVersions are added to .Capabilities.APIVersions (--api-versions).
+	APIVersions []string
 }

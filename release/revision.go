@@ -66,7 +66,11 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("the newest revision %d is %s: apply applies again", p.last.Version, p.last.Info.Status))
 	}
 	d.Reasons = append(d.Reasons, metadataReasons(current, p, len(d.Changes) > 0)...)
-	same, err := sameJSON(storedConfig(in.valuesMode, current, in.vals), current.Config)
+	stored, _, err := upgradeValues(in.valuesMode, current, in.vals)
+	if err != nil {
+		return d, err
+	}
+	same, err := sameJSON(stored, current.Config)
 	if err != nil {
 		return d, err
 	}

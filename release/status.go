@@ -109,32 +109,3 @@ func releaseState(rel *release.Release, lib *inject.Library) *ReleaseState {
 	}
 	return st
 }
-
-// List finds every release that helm-inject manages.
-type List struct {
-	cfg           *action.Configuration
-	AllNamespaces bool
-	Library       *inject.Library
-}
-
-// NewList returns a List bound to a Helm configuration.
-func NewList(cfg *action.Configuration) *List { return &List{cfg: cfg} }
-
-// Run lists the managed releases, sorted by namespace and name.
-func (l *List) Run() ([]*ReleaseState, error) {
-	ls := action.NewList(l.cfg)
-	ls.AllNamespaces = l.AllNamespaces
-	ls.All = true
-	ls.SetStateMask()
-	rels, err := ls.Run()
-	if err != nil {
-		return nil, fmt.Errorf("listing releases: %w", err)
-	}
-	out := []*ReleaseState{}
-	for _, r := range rels {
-		if IsManaged(r) {
-			out = append(out, releaseState(r, l.Library))
-		}
-	}
-	return out, nil
-}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/Masterminds/semver/v3"
-	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 )
@@ -23,27 +22,29 @@ const (
 	ValuesResetThenReuse
 )
 
-// upgradeValues computes the values the source chart is rendered with on an
-// upgrade, with the same rules as Helm's Upgrade.reuseValues, so that the
-// rendered manifests match what `helm upgrade` would render.
-func upgradeValues(mode ValuesMode, src *chart.Chart, current *release.Release, newVals map[string]any) (map[string]any, error) {
+// upgradeValues is, by the rules of Helm's Upgrade.reuseValues, what an
+// upgrade renders with and stores as the release config (vals), and, for
+// --reuse-values, the chart defaults to render with instead of the chart's
+// own (the previous revision's values, coalesced). Diff, apply and the
+// unchanged check all use it, so they agree with what `helm upgrade`
+// would render and store. It changes nothing it is given.
+func upgradeValues(mode ValuesMode, current *release.Release, newVals map[string]any) (vals, chartDefaults map[string]any, err error) {
 	switch mode {
 	case ValuesReset:
-		return newVals, nil
+		return newVals, nil, nil
 	case ValuesReuse:
 		oldVals, err := chartutil.CoalesceValues(current.Chart, current.Config)
 		if err != nil {
-			return nil, fmt.Errorf("rebuilding the values of revision %d: %w", current.Version, err)
+			return nil, nil, fmt.Errorf("rebuilding the values of revision %d: %w", current.Version, err)
 		}
-		src.Values = oldVals
-		return chartutil.CoalesceTables(copyValues(newVals), current.Config), nil
+		return chartutil.CoalesceTables(copyValues(newVals), current.Config), oldVals, nil
 	case ValuesResetThenReuse:
-		return chartutil.CoalesceTables(copyValues(newVals), current.Config), nil
+		return chartutil.CoalesceTables(copyValues(newVals), current.Config), nil, nil
 	}
 	if len(newVals) == 0 && len(current.Config) > 0 {
-		return current.Config, nil
+		return current.Config, nil, nil
 	}
-	return newVals, nil
+	return newVals, nil, nil
 }
 
 // copyValues deep-copies a values tree, so merging into the copy leaves the

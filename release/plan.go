@@ -1,0 +1,305 @@
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/rest"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/redact"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+// history returns the revision an upgrade builds on (nil when the release
+// must be installed) and the latest revision of any status.
+func history(cfg *action.Configuration, name string) (current, last *release.Release, err error) {
+	last, err = cfg.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: reading its history: %w", name, err)
+	}
+	if last.Info.Status == release.StatusUninstalled {
+		return nil, last, nil
+	}
+	if last.Info.Status.IsPending() {
+		undo := "helm rollback " + name
+		if last.Info.Status == release.StatusPendingInstall {
+			undo = "helm uninstall " + name
+		}
+		return nil, nil, fmt.Errorf("release %q: another operation (install/upgrade/rollback) is in progress (revision %d is %s); "+
+			"if none is (the one that started it was killed or lost the API server), `%s` ends it", name, last.Version, last.Info.Status, undo)
+	}
+	current = last
+	if last.Info.Status != release.StatusDeployed {
+		if dep, err := cfg.Releases.Deployed(name); err == nil {
+			current = dep
+		}
+	}
+	return current, last, nil
+}
+
+// plan is what an apply would install, computed without writing anything.
+type plan struct {
+	// current is the revision an upgrade builds on; nil for an install.
+	current *release.Release
+	// last is the newest revision of any status; nil if there is none.
+	last *release.Release
+	// chart is the temporary chart.
+	chart *chart.Chart
+	// rendered is chart rendered with the release's facts: exactly the
+	// documents and notes the new revision will hold.
+	rendered *chartify.Rendered
+	// namespace is the release's namespace.
+	namespace string
+	// postRenderer, when the user gave one, replays its output for the
+	// install or upgrade (see postRender).
+	postRenderer postrender.PostRenderer
+}
+
+// makePlan reads the release history, renders, injects and builds the
+// temporary chart: every step that can reject user input, and none that
+// writes to the cluster.
+func makePlan(ctx context.Context, cfg *action.Configuration, name string, src Source, vals map[string]any, o Inputs) (*plan, error) {
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return nil, fmt.Errorf("release name %q: %w", name, err)
+	}
+	current, last, err := history(cfg, name)
+	if err != nil {
+		return nil, err
+	}
+	// diff's --api-versions (apply has no such flag: the SDK's install
+	// would discover the server's own).
+	caps, restConfig, err := clusterFacts(cfg, name, o.KubeVersion, o.Render.APIVersions)
+	if err != nil {
+		return nil, err
+	}
+	if o.KubeVersion == "" {
+		// The SDK's install and upgrade ask the API server the same
+		// questions again unless told the answers.
+		cfg.Capabilities = caps
+	}
+	opts := chartify.RenderOptions{
+		ReleaseName:          name,
+		Namespace:            o.Namespace,
+		Revision:             1,
+		Capabilities:         caps,
+		RESTConfig:           restConfig,
+		SkipSchemaValidation: o.SkipSchemaValidation,
+		EnableDNS:            o.Render.EnableDNS,
+		SubNotes:             o.Render.SubNotes,
+	}
+	renderVals := vals
+	if last != nil {
+		opts.Revision = last.Version + 1
+	}
+	if current != nil {
+		opts.IsUpgrade = true
+		opts.Namespace = current.Namespace
+		var defaults map[string]any
+		if renderVals, defaults, err = upgradeValues(o.ValuesMode, current, vals); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+		if defaults != nil {
+			// As Helm's upgrade, on a copy: the caller's chart stays as it is.
+			ch := *src.Chart
+			ch.Values = defaults
+			src.Chart = &ch
+		}
+	}
+	if o.Reconcile == "" {
+		o.Reconcile = inject.ReconcileAlways
+	}
+	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.Pipeline, recordedChoice(current, o.Reconcile, o.UpdateInjectors), o.InjectDir)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := loadTempChart(name, tc, o.KeepChart)
+	if err != nil {
+		return nil, err
+	}
+	rendered.Chart = loaded
+	pl := &plan{current: current, last: last, chart: loaded, rendered: rendered, namespace: opts.Namespace}
+	if o.Render.PostRenderer != nil {
+		if pl.postRenderer, err = postRender(rendered, o.Render.PostRenderer); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
+	return pl, nil
+}
+
+// clusterFacts asks the cluster for its capabilities, with a
+// --kube-version override and extra --api-versions applied, and returns the
+// REST config that lets lookup reach it.
+func clusterFacts(cfg *action.Configuration, name, kubeVersion string, apiVersions []string) (*chartutil.Capabilities, *rest.Config, error) {
+	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	caps, err := chartify.ClusterCapabilities(dc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	if kubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(kubeVersion)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--kube-version %q: %w", kubeVersion, err)
+		}
+		caps.KubeVersion = *kv
+	}
+	caps.APIVersions = append(caps.APIVersions, apiVersions...)
+	restConfig, err := cfg.RESTClientGetter.ToRESTConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to Kubernetes: %w", err)
+	}
+	return caps, restConfig, nil
+}
+
+// Chooser decides, once the chart is rendered, which version of each
+// built-in injector to use; renderedDigest identifies the manifests before
+// injection.
+type Chooser func(renderedDigest string) inject.Choice
+
+// BuildChart is the pipeline shared by apply, template and diff: render the
+// source chart, choose the built-in injectors' versions, run the injectors,
+// and build the temporary chart in memory. It also returns what Helm's
+// render of the temporary chart gives: exactly what the release will hold.
+// Nothing is written; loadTempChart puts the chart on disk.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, error) {
+	rendered, err := chartify.Render(src.Chart, vals, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
+	}
+	if !slices.ContainsFunc(rendered.Documents, func(d manifest.Document) bool { return !d.Empty() }) && len(src.Chart.CRDObjects()) == 0 {
+		return nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
+	}
+	if p == nil {
+		p = &inject.Pipeline{}
+	}
+	digest := documentsDigest(rendered.Documents)
+	choice := inject.Choice{Strategy: inject.ReconcileAlways}
+	if choose != nil {
+		choice = choose(digest)
+	}
+	resolved, err := inject.Resolve(p.Injectors, choice)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	run := *p
+	run.Injectors = resolved
+	docs, steps, err := run.Run(ctx, rendered.Documents, inject.Env{
+		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range docs {
+		if len(d.Content) > MaxResourceBytes {
+			return nil, nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
+				name, d.ID, d.Source, len(d.Content), MaxResourceBytes)
+		}
+	}
+	// A built-in injector is recorded by version and the digest of its
+	// definition and parameters; an external one by its spec (credentials
+	// redacted: the record is stored in every revision) and a digest of
+	// what it produced.
+	records := make([]chartify.InjectorRecord, 0, len(steps))
+	for _, st := range steps {
+		rec := chartify.InjectorRecord{Name: redact.String(st.Injector.Name()), Digest: st.OutputDigest}
+		if ti, ok := st.Injector.(*inject.TemplateInjector); ok {
+			rec = chartify.InjectorRecord{Name: ti.Def.Name, Version: ti.Def.Version, Digest: ti.Digest()}
+		}
+		records = append(records, rec)
+	}
+	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Injectors: records, RenderedDigest: digest})
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	r, err := chartify.RenderTempChart(tc, rendered, docs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	return tc, r, nil
+}
+
+// loadTempChart writes the temporary chart into a private temporary folder
+// (removed before it returns), and into keepDir when set, and loads it back:
+// what is installed is what is on disk, and loading it again drops what
+// rendering did to the source chart's values in memory.
+func loadTempChart(name string, tc *chart.Chart, keepDir string) (*chart.Chart, error) {
+	dir, err := os.MkdirTemp("", "helm-inject-chart-")
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := chartify.WriteChart(tc, dir); err != nil {
+		return nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
+	}
+	if err := keepChart(name, tc, keepDir); err != nil {
+		return nil, err
+	}
+	loaded, err := chartify.LoadWritten(dir)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	return loaded, nil
+}
+
+// keepChart writes a copy of the temporary chart into dir (--keep-chart),
+// when dir is set.
+func keepChart(name string, tc *chart.Chart, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := chartify.WriteKeptChart(tc, dir); err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	return nil
+}
+
+// MaxResourceBytes is the largest single resource helm-inject will hand to
+// the API server: etcd's default --max-request-bytes (1.5 MiB). A larger
+// object fails at the API server after the release record was written, so
+// it is refused before anything is written.
+const MaxResourceBytes = 3 << 19
+
+// documentsDigest identifies rendered documents (sources and contents).
+func documentsDigest(docs []manifest.Document) string {
+	h := sha256.New()
+	for _, d := range docs {
+		fmt.Fprintf(h, "%s\n%d\n%s\n", d.Source, len(d.Content), d.Content)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// recordedChoice builds the injector choice for an upgrade of current.
+func recordedChoice(current *release.Release, strategy inject.ReconcileStrategy, update bool) Chooser {
+	return func(renderedDigest string) inject.Choice {
+		c := inject.Choice{Strategy: strategy, Update: update, Recorded: map[string]inject.Recorded{}, ChartChanged: true}
+		if current == nil || current.Chart == nil || current.Chart.Metadata == nil {
+			return c
+		}
+		ann := current.Chart.Metadata.Annotations
+		for _, r := range injectorRecords(ann) {
+			if r.Version != "" {
+				c.Recorded[r.Name] = inject.Recorded{Version: r.Version}
+			}
+		}
+		c.ChartChanged = ann[chartify.AnnotationRendered] != renderedDigest
+		return c
+	}
+}
