@@ -21,8 +21,6 @@ import (
 // Annotations written into the temporary chart's Chart.yaml, and so into
 // every release revision.
 const (
-	// AnnotationInjectors holds a JSON list of the injectors applied.
-	AnnotationInjectors = "helm-inject.io/injectors"
 	// AnnotationSource is the chart reference the user gave.
 	AnnotationSource = "helm-inject.io/source"
 	// AnnotationRendered is a digest of the rendered manifests before
@@ -30,22 +28,12 @@ const (
 	AnnotationRendered = "helm-inject.io/rendered-digest"
 )
 
-// InjectorRecord is one entry of AnnotationInjectors: which injector a
-// revision was injected with.
-type InjectorRecord struct {
-	// Name is the spec of an external injector, or a built-in's name.
-	Name string `json:"name"`
-	// Version and Digest (of the definition and parameters) are set for
-	// built-in template injectors.
-	Version string `json:"version,omitempty"`
-	Digest  string `json:"digest,omitempty"`
-}
-
 // TempChartOptions describe what the temporary chart records.
 type TempChartOptions struct {
 	// Source is the chart reference as the user gave it.
-	Source    string
-	Injectors []InjectorRecord
+	Source string
+	// Annotations are added to Chart.yaml (the injector records).
+	Annotations map[string]string
 	// RenderedDigest is recorded as AnnotationRendered when set.
 	RenderedDigest string
 }
@@ -69,12 +57,8 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 	if o.RenderedDigest != "" {
 		md.Annotations[AnnotationRendered] = o.RenderedDigest
 	}
-	if len(o.Injectors) > 0 {
-		b, err := json.Marshal(o.Injectors)
-		if err != nil {
-			return nil, err
-		}
-		md.Annotations[AnnotationInjectors] = string(b)
+	for k, v := range o.Annotations {
+		md.Annotations[k] = v
 	}
 	tc := &chart.Chart{Metadata: &md, Values: src.Values}
 	for _, f := range src.Raw {

@@ -64,7 +64,7 @@ func TestRenderUsesReleaseFacts(t *testing.T) {
 func TestTempChartReproducesDocuments(t *testing.T) {
 	r := renderWebapp(t, nil)
 	injected := pretendInjected(r, "\n# injected {{ not a template }} }}{{")
-	_, loaded, again := buildWriteLoadRender(t, r, injected, TempChartOptions{Source: webapp, Injectors: []InjectorRecord{{Name: "x f=FILE"}}},
+	_, loaded, again := buildWriteLoadRender(t, r, injected, TempChartOptions{Source: webapp, Annotations: map[string]string{"helm-inject.io/injectors": `[{"name":"x f=FILE"}]`}},
 		RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
 	// Subchart templates move into the flat chart's templates/charts/.
 	want := make([]manifest.Document, len(injected))
@@ -90,7 +90,7 @@ func TestTempChartReproducesDocuments(t *testing.T) {
 	if md.Name != "webapp" || md.Version != "1.4.2" || md.AppVersion != "2.7.0" || md.KubeVersion != ">=1.25.0-0" || len(md.Dependencies) != 0 {
 		t.Errorf("metadata = %+v, want the source chart's identity and no dependencies", md)
 	}
-	if md.Annotations[AnnotationSource] != webapp || md.Annotations[AnnotationInjectors] != `[{"name":"x f=FILE"}]` {
+	if md.Annotations[AnnotationSource] != webapp || md.Annotations["helm-inject.io/injectors"] != `[{"name":"x f=FILE"}]` {
 		t.Errorf("annotations = %v", md.Annotations)
 	}
 	var crds []string

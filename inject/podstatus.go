@@ -26,9 +26,8 @@ type status struct {
 
 // StatusEntry is what one built-in injector added to a pod template.
 type StatusEntry struct {
-	Name           string   `json:"name"`
-	Version        string   `json:"version"`
-	Digest         string   `json:"digest"`
+	// Record names the injector, its version and digest.
+	Record
 	Containers     []string `json:"containers,omitempty"`
 	InitContainers []string `json:"initContainers,omitempty"`
 	Volumes        []string `json:"volumes,omitempty"`

@@ -196,7 +196,7 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 	if err != nil {
 		return false, err
 	}
-	a := patching{def: t.Def, meta: meta, spec: spec, entry: StatusEntry{Name: t.Def.Name, Version: t.Def.Version, Digest: t.Digest()}}
+	a := patching{def: t.Def, meta: meta, spec: spec, entry: StatusEntry{Record: t.Record("")}}
 	if err := a.add(patch, containerNames); err != nil {
 		return false, err
 	}

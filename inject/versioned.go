@@ -50,9 +50,6 @@ func (r *TemplateRef) Inject(context.Context, []byte, Env) ([]byte, error) {
 	return nil, errors.New("internal error: built-in injector used before its version was resolved")
 }
 
-// Recorded is the version a release has of a built-in injector.
-type Recorded struct{ Version string }
-
 // Choice is how a release's built-in injector versions are chosen.
 type Choice struct {
 	Strategy ReconcileStrategy
@@ -61,7 +58,7 @@ type Choice struct {
 	Update bool
 	// Recorded maps injector names to what the deployed revision has;
 	// empty for a new release.
-	Recorded map[string]Recorded
+	Recorded map[string]Record
 	// ChartChanged says whether the manifests before injection differ from
 	// the deployed revision's (for with-chart).
 	ChartChanged bool

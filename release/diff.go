@@ -12,9 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 
-	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
-	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -67,7 +65,7 @@ type DiffResult struct {
 	Reasons []string
 	// InjectorsBefore and InjectorsAfter are the injectors recorded in the
 	// deployed revision and the ones this apply would record.
-	InjectorsBefore, InjectorsAfter []chartify.InjectorRecord
+	InjectorsBefore, InjectorsAfter []inject.Record
 }
 
 // Run computes the changes for release name.
@@ -79,14 +77,20 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	if err != nil {
 		return nil, err
 	}
-	res := &DiffResult{Release: name, InjectorsAfter: injectorRecords(p.chart.Metadata.Annotations)}
+	after, err := inject.DecodeRecords(p.chart.Metadata.Annotations)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	res := &DiffResult{Release: name, InjectorsAfter: after}
 	if p.current == nil {
 		if !d.AllowUnreleased {
 			return nil, fmt.Errorf("release %q does not exist in namespace %q; use --allow-unreleased to see it as new", name, d.Namespace)
 		}
 	} else {
 		res.Installed = true
-		res.InjectorsBefore = injectorRecords(p.current.Chart.Metadata.Annotations)
+		if res.InjectorsBefore, err = revisionRecords(p.current); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
 	}
 	dec, err := decideRevision(p, revisionInputs{valuesMode: d.ValuesMode, vals: vals, labels: d.Labels})
 	if err != nil {
@@ -101,18 +105,6 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 // labels change, or the release is not installed yet.
 func (r *DiffResult) HasChanges() bool {
 	return len(r.Changes) > 0 || len(r.Reasons) > 0
-}
-
-func injectorRecords(ann map[string]string) []chartify.InjectorRecord {
-	var recs []chartify.InjectorRecord
-	if s := ann[chartify.AnnotationInjectors]; s != "" {
-		_ = json.Unmarshal([]byte(s), &recs)
-	}
-	// Revisions written before specs were redacted may hold credentials.
-	for i := range recs {
-		recs[i].Name = redact.String(recs[i].Name)
-	}
-	return recs
 }
 
 // releaseDocuments splits a stored revision back into documents: the

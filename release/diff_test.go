@@ -43,8 +43,8 @@ func TestDiffGolden(t *testing.T) {
 	after := renderAPI(t, inj("registry.example/proxy:1.1"), map[string]any{"logLevel": "debug", "password": "rotated!", "testImage": "registry.example/curl:2.0"})
 	res := &DiffResult{
 		Release: "api", Installed: true, Changes: compare(before, after, "prod"),
-		InjectorsBefore: []chartify.InjectorRecord{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.0"}, {Name: "log-shipper", Version: "1.0.0", Digest: "sha256:a"}},
-		InjectorsAfter:  []chartify.InjectorRecord{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.1"}, {Name: "log-shipper", Version: "1.1.0", Digest: "sha256:b"}},
+		InjectorsBefore: []inject.Record{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.0"}, {Name: "log-shipper", Version: "1.0.0", Digest: "sha256:a"}},
+		InjectorsAfter:  []inject.Record{{Name: "sidecar-injector f=FILE,image=registry.example/proxy:1.1"}, {Name: "log-shipper", Version: "1.1.0", Digest: "sha256:b"}},
 	}
 	res.Reasons = injectorChanges(res.InjectorsBefore, res.InjectorsAfter)
 	for _, tt := range []struct {

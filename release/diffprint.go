@@ -13,7 +13,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 	"gopkg.in/yaml.v3"
 
-	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
 )
 
 // DiffOutput is the format WriteDiff prints.
@@ -144,8 +144,8 @@ func verb(t ChangeType) string {
 // injectorChanges describes how the recorded injectors change: a built-in
 // injector's version ("injector log-shipper: 1.0.0 → 1.1.0"), or an
 // injector added or removed.
-func injectorChanges(before, after []chartify.InjectorRecord) []string {
-	old := map[string]chartify.InjectorRecord{}
+func injectorChanges(before, after []inject.Record) []string {
+	old := map[string]inject.Record{}
 	for _, r := range before {
 		old[r.Name] = r
 	}
@@ -173,7 +173,7 @@ func injectorChanges(before, after []chartify.InjectorRecord) []string {
 	return lines
 }
 
-func versionSuffix(r chartify.InjectorRecord) string {
+func versionSuffix(r inject.Record) string {
 	if r.Version == "" {
 		return ""
 	}
@@ -226,13 +226,13 @@ type jsonChange struct {
 
 func writeDiffJSON(w io.Writer, r *DiffResult, changes []Change) error {
 	out := struct {
-		Release         string                    `json:"release"`
-		Installed       bool                      `json:"installed"`
-		NewRevision     bool                      `json:"newRevision"`
-		Reasons         []string                  `json:"reasons"`
-		InjectorsBefore []chartify.InjectorRecord `json:"injectorsBefore"`
-		InjectorsAfter  []chartify.InjectorRecord `json:"injectorsAfter"`
-		Changes         []jsonChange              `json:"changes"`
+		Release         string          `json:"release"`
+		Installed       bool            `json:"installed"`
+		NewRevision     bool            `json:"newRevision"`
+		Reasons         []string        `json:"reasons"`
+		InjectorsBefore []inject.Record `json:"injectorsBefore"`
+		InjectorsAfter  []inject.Record `json:"injectorsAfter"`
+		Changes         []jsonChange    `json:"changes"`
 	}{Release: r.Release, Installed: r.Installed, NewRevision: r.HasChanges(), Reasons: append([]string{}, r.Reasons...), InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
 	for _, c := range changes {
 		out.Changes = append(out.Changes, jsonChange{

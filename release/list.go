@@ -30,9 +30,14 @@ func (l *List) Run() ([]*ReleaseState, error) {
 	}
 	out := []*ReleaseState{}
 	for _, r := range rels {
-		if IsManaged(r) {
-			out = append(out, releaseState(r, l.Library))
+		if !IsManaged(r) {
+			continue
 		}
+		st, err := releaseState(r, l.Library)
+		if err != nil {
+			return nil, fmt.Errorf("release %q in namespace %q: %w", r.Name, r.Namespace, err)
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }

@@ -172,7 +172,7 @@ func clusterFacts(cfg *action.Configuration, name, kubeVersion string, apiVersio
 // Chooser decides, once the chart is rendered, which version of each
 // built-in injector to use; renderedDigest identifies the manifests before
 // injection.
-type Chooser func(renderedDigest string) inject.Choice
+type Chooser func(renderedDigest string) (inject.Choice, error)
 
 // BuildChart is the pipeline shared by apply, template and diff: render the
 // source chart, choose the built-in injectors' versions, run the injectors,
@@ -193,7 +193,9 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	digest := documentsDigest(rendered.Documents)
 	choice := inject.Choice{Strategy: inject.ReconcileAlways}
 	if choose != nil {
-		choice = choose(digest)
+		if choice, err = choose(digest); err != nil {
+			return nil, nil, fmt.Errorf("release %q: %w", name, err)
+		}
 	}
 	resolved, err := inject.Resolve(p.Injectors, choice)
 	if err != nil {
@@ -213,19 +215,17 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 				name, d.ID, d.Source, len(d.Content), MaxResourceBytes)
 		}
 	}
-	// A built-in injector is recorded by version and the digest of its
-	// definition and parameters; an external one by its spec (credentials
-	// redacted: the record is stored in every revision) and a digest of
-	// what it produced.
-	records := make([]chartify.InjectorRecord, 0, len(steps))
+	records := make([]inject.Record, 0, len(steps))
 	for _, st := range steps {
-		rec := chartify.InjectorRecord{Name: redact.String(st.Injector.Name()), Digest: st.OutputDigest}
-		if ti, ok := st.Injector.(*inject.TemplateInjector); ok {
-			rec = chartify.InjectorRecord{Name: ti.Def.Name, Version: ti.Def.Version, Digest: ti.Digest()}
-		}
-		records = append(records, rec)
+		records = append(records, st.Record())
 	}
-	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Injectors: records, RenderedDigest: digest})
+	ann := map[string]string{}
+	if len(records) > 0 {
+		if ann[inject.RecordsAnnotation], err = inject.EncodeRecords(records); err != nil {
+			return nil, nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
+	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Annotations: ann, RenderedDigest: digest})
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
@@ -288,18 +288,33 @@ func documentsDigest(docs []manifest.Document) string {
 
 // recordedChoice builds the injector choice for an upgrade of current.
 func recordedChoice(current *release.Release, strategy inject.ReconcileStrategy, update bool) Chooser {
-	return func(renderedDigest string) inject.Choice {
-		c := inject.Choice{Strategy: strategy, Update: update, Recorded: map[string]inject.Recorded{}, ChartChanged: true}
+	return func(renderedDigest string) (inject.Choice, error) {
+		c := inject.Choice{Strategy: strategy, Update: update, Recorded: map[string]inject.Record{}, ChartChanged: true}
 		if current == nil || current.Chart == nil || current.Chart.Metadata == nil {
-			return c
+			return c, nil
 		}
-		ann := current.Chart.Metadata.Annotations
-		for _, r := range injectorRecords(ann) {
+		recs, err := revisionRecords(current)
+		if err != nil {
+			return c, err
+		}
+		for _, r := range recs {
 			if r.Version != "" {
-				c.Recorded[r.Name] = inject.Recorded{Version: r.Version}
+				c.Recorded[r.Name] = r
 			}
 		}
-		c.ChartChanged = ann[chartify.AnnotationRendered] != renderedDigest
-		return c
+		c.ChartChanged = current.Chart.Metadata.Annotations[chartify.AnnotationRendered] != renderedDigest
+		return c, nil
 	}
+}
+
+// revisionRecords reads the injector records of a stored revision.
+func revisionRecords(rel *release.Release) ([]inject.Record, error) {
+	if rel.Chart == nil || rel.Chart.Metadata == nil {
+		return nil, nil
+	}
+	recs, err := inject.DecodeRecords(rel.Chart.Metadata.Annotations)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d: %w", rel.Version, err)
+	}
+	return recs, nil
 }

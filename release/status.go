@@ -61,7 +61,10 @@ func (s *Status) Run(name string) (*ReleaseState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	st := releaseState(rel, s.Library)
+	st, err := releaseState(rel, s.Library)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
 	docs, err := releaseDocuments(rel)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
@@ -90,12 +93,16 @@ func IsManaged(rel *release.Release) bool {
 	return ok
 }
 
-func releaseState(rel *release.Release, lib *inject.Library) *ReleaseState {
+func releaseState(rel *release.Release, lib *inject.Library) (*ReleaseState, error) {
 	st := &ReleaseState{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Status: rel.Info.Status.String(), Injectors: []InjectorState{}}
 	if md := rel.Chart.Metadata; md != nil {
 		st.Chart = md.Name + "-" + md.Version
 		st.Source = redact.String(md.Annotations[chartify.AnnotationSource])
-		for _, r := range injectorRecords(md.Annotations) {
+		recs, err := revisionRecords(rel)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
 			is := InjectorState{Name: r.Name, Version: r.Version}
 			if lib != nil && r.Version != "" {
 				if newest := lib.Newest(r.Name); newest != nil {
@@ -107,5 +114,5 @@ func releaseState(rel *release.Release, lib *inject.Library) *ReleaseState {
 			st.Injectors = append(st.Injectors, is)
 		}
 	}
-	return st
+	return st, nil
 }
