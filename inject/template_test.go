@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/helm-inject/helm-inject/internal/testfs"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -41,18 +42,9 @@ func readFixture(t *testing.T, name string) []byte {
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("..", "fixtures", "golden", "injectors", name)
-	if _, err := os.Stat(path); *update && errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./inject -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s changed (-frozen +now). A released injector version must inject the same bytes forever: add a new version instead of changing this one.\n%s", path, diff)
-	}
+	_, err := os.Stat(path)
+	testfs.Golden(t, path, got, *update && errors.Is(err, fs.ErrNotExist),
+		"A released injector version must inject the same bytes forever: add a new version instead of changing this one.")
 }
 
 func injectWith(t *testing.T, lib *Library, name, version string, params map[string]any, in []byte) []byte {

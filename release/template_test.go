@@ -3,16 +3,14 @@ package release
 import (
 	"bytes"
 	"flag"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under fixtures/golden")
@@ -30,19 +28,7 @@ func buildInjector(t *testing.T) string {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("..", "fixtures", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./release -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("output differs from %s (-want +got); if the change is intended, run go test ./release -update:\n%s", path, diff)
-	}
+	testfs.Golden(t, filepath.Join("..", "fixtures", "golden", name), got, *update, "If the change is intended, run go test ./release -update.")
 }
 
 // TestTemplateGolden freezes what the external-injector pipeline prints for
