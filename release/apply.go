@@ -20,7 +20,12 @@ import (
 type Apply struct {
 	cfg *action.Configuration
 	Inputs
+	Options
+}
 
+// Options are Helm's install and upgrade options that apply passes on to
+// the SDK, bound by the CLI to helm's flags of the same names.
+type Options struct {
 	CreateNamespace bool
 	// Install allows installing a release that does not exist yet
 	// (`upgrade --install`); apply always sets it.
@@ -48,7 +53,7 @@ type Apply struct {
 
 // NewApply returns an Apply bound to a Helm configuration.
 func NewApply(cfg *action.Configuration) *Apply {
-	return &Apply{cfg: cfg, Install: true, Timeout: 5 * time.Minute, Inputs: Inputs{Pipeline: &inject.Pipeline{}}}
+	return &Apply{cfg: cfg, Options: Options{Install: true, Timeout: 5 * time.Minute}, Inputs: Inputs{Pipeline: &inject.Pipeline{}}}
 }
 
 // Source is the chart to apply: what the user named, and its loaded form.

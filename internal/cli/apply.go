@@ -29,54 +29,39 @@ the next apply continues from there. See docs/reliability.md.`
 // applyFlags are the flags of apply and upgrade.
 type applyFlags struct {
 	releaseInputs
-	install       bool
-	createNS      bool
-	wait          bool
-	waitForJobs   bool
-	timeout       time.Duration
-	atomic        bool
-	historyMax    int
-	description   string
-	dryRun        bool
-	noHooks       bool
-	skipCRDs      bool
-	forceUpgrade  bool
-	force         bool
-	cleanupOnFail bool
-	noOpenAPI     bool
-	dryRunMode    string
-	takeOwnership bool
-	hideNotes     bool
-	hideSecret    bool
-	recreate      bool
-	output        string
-	adopt         []string
-	render        renderFlags
+	// opts are bound to helm's flags of the same names.
+	opts       release.Options
+	dryRunMode string
+	hideNotes  bool
+	hideSecret bool
+	output     string
+	adopt      []string
+	render     renderFlags
 }
 
 func (a *applyFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	a.releaseInputs.add(f)
 	f.StringVar(&a.inputs.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
-	f.BoolVar(&a.createNS, "create-namespace", false, "create the release namespace if not present")
-	f.BoolVar(&a.wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
-	f.BoolVar(&a.waitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")
-	f.DurationVar(&a.timeout, "timeout", 5*time.Minute, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
-	f.BoolVar(&a.atomic, "atomic", false, "roll back (or uninstall, on a first install) if the operation fails; sets --wait")
-	f.IntVar(&a.historyMax, "history-max", 10, "limit the maximum number of revisions saved per release; 0 for no limit")
-	f.StringVar(&a.description, "description", "", "add a custom description")
+	f.BoolVar(&a.opts.CreateNamespace, "create-namespace", false, "create the release namespace if not present")
+	f.BoolVar(&a.opts.Wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
+	f.BoolVar(&a.opts.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")
+	f.DurationVar(&a.opts.Timeout, "timeout", 5*time.Minute, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
+	f.BoolVar(&a.opts.Atomic, "atomic", false, "roll back (or uninstall, on a first install) if the operation fails; sets --wait")
+	f.IntVar(&a.opts.MaxHistory, "history-max", 10, "limit the maximum number of revisions saved per release; 0 for no limit")
+	f.StringVar(&a.opts.Description, "description", "", "add a custom description")
 	addDryRun(f, &a.dryRunMode, "simulate: render, inject and validate, then print what would be installed; --dry-run or =client, =server (lookups reach the cluster either way), =none for a real apply")
-	f.BoolVar(&a.noHooks, "no-hooks", false, "do not run hooks")
-	f.BoolVar(&a.skipCRDs, "skip-crds", false, "do not install CRDs on a first install")
-	f.BoolVar(&a.forceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
-	f.BoolVar(&a.force, "force", false, "force resource updates through a replacement strategy (helm's --force)")
-	f.BoolVar(&a.cleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
-	f.BoolVar(&a.noOpenAPI, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
-	f.BoolVar(&a.takeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
+	f.BoolVar(&a.opts.DisableHooks, "no-hooks", false, "do not run hooks")
+	f.BoolVar(&a.opts.SkipCRDs, "skip-crds", false, "do not install CRDs on a first install")
+	f.BoolVar(&a.opts.ForceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
+	f.BoolVar(&a.opts.Force, "force", false, "force resource updates through a replacement strategy (helm's --force)")
+	f.BoolVar(&a.opts.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
+	f.BoolVar(&a.opts.DisableOpenAPIValidation, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
+	f.BoolVar(&a.opts.TakeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
 	f.StringToStringVarP(&a.inputs.Labels, "labels", "l", nil, "labels added to the release metadata, merged with the last revision's (a label set to null is removed)")
 	f.BoolVar(&a.hideNotes, "hide-notes", false, "do not print the notes (they are still stored in the release)")
 	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
-	f.BoolVar(&a.recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
+	f.BoolVar(&a.opts.Recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
 	f.StringVarP(&a.output, "output", "o", "table", "print the result as table, json or yaml (the release object, as helm does)")
 	a.render.add(f, true)
 	f.StringArrayVar(&a.adopt, "adopt", nil, "helm-x's --adopt KIND/NAME (helmfile's adopt:): take ownership of existing resources, as --take-ownership does for every resource")
@@ -96,7 +81,7 @@ func applyCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
 		Long:  applyLong,
 		Args:  exactArgs(2, "a release NAME and a CHART"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.install = true
+			a.opts.Install = true
 			return a.run(cmd, settings, args)
 		},
 	}
@@ -123,13 +108,13 @@ func upgradeCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
 		},
 	}
 	a.add(cmd)
-	cmd.Flags().BoolVarP(&a.install, "install", "i", false, "install the release if it does not exist")
+	cmd.Flags().BoolVarP(&a.opts.Install, "install", "i", false, "install the release if it does not exist")
 	return cmd, a
 }
 
 func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
-	a.dryRun = a.dryRunMode != ""
-	if a.hideSecret && !a.dryRun {
+	a.opts.DryRun = a.dryRunMode != ""
+	if a.hideSecret && !a.opts.DryRun {
 		return fmt.Errorf("--hide-secret needs --dry-run (as in helm)")
 	}
 	if err := checkOutput(a.output); err != nil {
@@ -147,7 +132,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err != nil {
 		return err
 	}
-	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.dryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
+	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.opts.DryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
 }
 
 // newApply builds the release.Apply the flags describe.
@@ -159,17 +144,9 @@ func (a *applyFlags) newApply(l *loaded) (*release.Apply, error) {
 	ap := release.NewApply(l.cfg)
 	ap.Inputs = l.inputs
 	ap.Render = rf
-	ap.Install = a.install
-	ap.CreateNamespace = a.createNS
-	ap.Wait, ap.WaitForJobs, ap.Timeout, ap.Atomic = a.wait, a.waitForJobs, a.timeout, a.atomic
-	ap.MaxHistory = a.historyMax
-	ap.Description = a.description
-	ap.DryRun = a.dryRun
-	ap.DisableHooks = a.noHooks
-	ap.SkipCRDs = a.skipCRDs
-	ap.ForceUpgrade = a.forceUpgrade
-	ap.Force, ap.CleanupOnFail, ap.DisableOpenAPIValidation = a.force, a.cleanupOnFail, a.noOpenAPI
-	ap.TakeOwnership, ap.Recreate = a.takeOwnership || len(a.adopt) > 0, a.recreate
+	ap.Options = a.opts
+	// helm-x's --adopt takes ownership as --take-ownership does.
+	ap.TakeOwnership = a.opts.TakeOwnership || len(a.adopt) > 0
 	return ap, nil
 }
 

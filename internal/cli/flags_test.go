@@ -72,7 +72,7 @@ var ignoreRuntime = cmp.Options{
 // TestApplyFlags: every flag of apply (and upgrade) lands in the field of
 // release.Apply that the Helm SDK reads, with helm's defaults when absent.
 func TestApplyFlags(t *testing.T) {
-	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Timeout: 5 * time.Minute, MaxHistory: 10}
+	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Options: release.Options{Timeout: 5 * time.Minute, MaxHistory: 10}}
 	with := func(f func(*release.Apply)) release.Apply { a := defaults; f(&a); return a }
 	tests := []struct {
 		args []string
@@ -118,7 +118,7 @@ func TestApplyFlags(t *testing.T) {
 					cmd, a = upgradeCommand(cli.New())
 				}
 				l := parsed(t, cmd, &a.releaseInputs, tt.args...)
-				a.dryRun = a.dryRunMode != ""
+				a.opts.DryRun = a.dryRunMode != ""
 				got, err := a.newApply(l)
 				if err != nil {
 					t.Fatal(err)
