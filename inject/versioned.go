@@ -1,9 +1,8 @@
 package inject
 
 import (
-	"context"
-	"errors"
 	"fmt"
+	"time"
 )
 
 // ReconcileStrategy says when a release moves to a newer version of a
@@ -32,8 +31,8 @@ func ParseReconcileStrategy(s string) (ReconcileStrategy, error) {
 }
 
 // TemplateRef is a built-in injector as the user asked for it
-// (--with NAME@CONSTRAINT), before a version is chosen for a release.
-// It cannot inject by itself: Resolve picks the version.
+// (--with NAME@CONSTRAINT), before a version is chosen for a release: a
+// Spec, not an Injector. Declared.Resolve picks the version.
 type TemplateRef struct {
 	Library    *Library
 	Ref        string // as written, e.g. "log-shipper@^1"
@@ -42,12 +41,24 @@ type TemplateRef struct {
 	Params     map[string]any
 }
 
-// Name implements Injector.
+// Name implements Spec.
 func (r *TemplateRef) Name() string { return r.Ref }
 
-// Inject implements Injector; a TemplateRef must be resolved first.
-func (r *TemplateRef) Inject(context.Context, []byte, Env) ([]byte, error) {
-	return nil, errors.New("internal error: built-in injector used before its version was resolved")
+// Spec is one injector as declared: an Injector (a command, or a built-in
+// at a fixed version), or a *TemplateRef whose version is chosen per
+// release.
+type Spec interface {
+	Name() string
+}
+
+// Declared is a release's injectors as the user declared them, in order,
+// with how they run. Resolve turns it into the Pipeline that runs for one
+// release.
+type Declared struct {
+	Specs     []Spec
+	Timeout   time.Duration
+	SkipHooks bool
+	SkipTests bool
 }
 
 // Choice is how a release's built-in injector versions are chosen.
@@ -64,37 +75,45 @@ type Choice struct {
 	ChartChanged bool
 }
 
-// Resolve replaces every TemplateRef of injectors by a TemplateInjector at
-// the version the strategy chooses.
-func Resolve(injectors []Injector, c Choice) ([]Injector, error) {
-	out := make([]Injector, 0, len(injectors))
-	for _, inj := range injectors {
-		ref, ok := inj.(*TemplateRef)
-		if !ok {
-			out = append(out, inj)
-			continue
-		}
-		def, err := ref.Library.Resolve(ref.Injector, ref.Constraint)
-		if err != nil {
-			return nil, err
-		}
-		keep := !c.Update && (c.Strategy == ReconcileNever || (c.Strategy == ReconcileWithChart && !c.ChartChanged))
-		if rec, ok := c.Recorded[ref.Injector]; ok && keep && rec.Version != def.Version {
-			pinned := ref.Library.Get(ref.Injector, rec.Version)
-			switch {
-			case pinned == nil:
-				return nil, fmt.Errorf("the release has %s@%s, which is not in the library %s: restore that version, or move on with --update-injectors", ref.Injector, rec.Version, ref.Library.Dir)
-			case satisfies(pinned.Version, ref.Constraint):
-				def = pinned
+// Resolve returns the pipeline that runs for a release: the declared
+// injectors in order, each TemplateRef at the version the choice picks.
+func (d *Declared) Resolve(c Choice) (*Pipeline, error) {
+	p := &Pipeline{Timeout: d.Timeout, SkipHooks: d.SkipHooks, SkipTests: d.SkipTests}
+	for _, spec := range d.Specs {
+		switch s := spec.(type) {
+		case *TemplateRef:
+			ti, err := s.resolve(c)
+			if err != nil {
+				return nil, err
 			}
+			p.Injectors = append(p.Injectors, ti)
+		case Injector:
+			p.Injectors = append(p.Injectors, s)
+		default:
+			return nil, fmt.Errorf("injector %s: %T can neither run nor be resolved", spec.Name(), spec)
 		}
-		ti, err := NewTemplateInjector(def, ref.Params)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ti)
 	}
-	return out, nil
+	return p, nil
+}
+
+// resolve picks the definition the choice asks for and binds the
+// parameters to it.
+func (r *TemplateRef) resolve(c Choice) (*TemplateInjector, error) {
+	def, err := r.Library.Resolve(r.Injector, r.Constraint)
+	if err != nil {
+		return nil, err
+	}
+	keep := !c.Update && (c.Strategy == ReconcileNever || (c.Strategy == ReconcileWithChart && !c.ChartChanged))
+	if rec, ok := c.Recorded[r.Injector]; ok && keep && rec.Version != def.Version {
+		pinned := r.Library.Get(r.Injector, rec.Version)
+		switch {
+		case pinned == nil:
+			return nil, fmt.Errorf("the release has %s@%s, which is not in the library %s: restore that version, or move on with --update-injectors", r.Injector, rec.Version, r.Library.Dir)
+		case satisfies(pinned.Version, r.Constraint):
+			def = pinned
+		}
+	}
+	return NewTemplateInjector(def, r.Params)
 }
 
 func satisfies(version, constraint string) bool {

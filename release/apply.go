@@ -53,7 +53,7 @@ type Options struct {
 
 // NewApply returns an Apply bound to a Helm configuration.
 func NewApply(cfg *action.Configuration) *Apply {
-	return &Apply{cfg: cfg, Options: Options{Install: true, Timeout: 5 * time.Minute}, Inputs: Inputs{Pipeline: &inject.Pipeline{}}}
+	return &Apply{cfg: cfg, Options: Options{Install: true, Timeout: 5 * time.Minute}, Inputs: Inputs{Injectors: &inject.Declared{}}}
 }
 
 // Source is the chart to apply: what the user named, and its loaded form.

@@ -37,7 +37,7 @@ func BenchmarkTemplate(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					t := &Template{Inputs: Inputs{Namespace: "default", Pipeline: &inject.Pipeline{Injectors: []inject.Injector{ti}}}}
+					t := &Template{Inputs: Inputs{Namespace: "default", Injectors: &inject.Declared{Specs: []inject.Spec{ti}}}}
 					if _, err := t.Run(context.Background(), "bench", Source{Ref: dir, Chart: ch}, nil); err != nil {
 						b.Fatal(err)
 					}

@@ -30,7 +30,7 @@ type Diff struct {
 
 // NewDiff returns a Diff bound to a Helm configuration.
 func NewDiff(cfg *action.Configuration) *Diff {
-	return &Diff{cfg: cfg, Inputs: Inputs{Pipeline: &inject.Pipeline{}}}
+	return &Diff{cfg: cfg, Inputs: Inputs{Injectors: &inject.Declared{}}}
 }
 
 // ChangeType says how a resource changes.

@@ -14,13 +14,13 @@ import (
 
 // renderAPI renders the api fixture through the injector pipeline, as a
 // revision would store it.
-func renderAPI(t *testing.T, p *inject.Pipeline, vals map[string]any) []manifest.Document {
+func renderAPI(t *testing.T, p *inject.Declared, vals map[string]any) []manifest.Document {
 	t.Helper()
 	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := (&Template{Inputs: Inputs{Namespace: "prod", Pipeline: p}}).Run(t.Context(), "api", Source{Ref: "api", Chart: ch}, vals)
+	r, err := (&Template{Inputs: Inputs{Namespace: "prod", Injectors: p}}).Run(t.Context(), "api", Source{Ref: "api", Chart: ch}, vals)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +32,12 @@ func renderAPI(t *testing.T, p *inject.Pipeline, vals map[string]any) []manifest
 // injector upgrade.
 func TestDiffGolden(t *testing.T) {
 	bin := buildInjector(t)
-	inj := func(image string) *inject.Pipeline {
+	inj := func(image string) *inject.Declared {
 		c, err := inject.ParseSpec(bin + " f=FILE,image=" + image)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &inject.Pipeline{Injectors: []inject.Injector{c}}
+		return &inject.Declared{Specs: []inject.Spec{c}}
 	}
 	before := renderAPI(t, inj("registry.example/proxy:1.0"), nil)
 	after := renderAPI(t, inj("registry.example/proxy:1.1"), map[string]any{"logLevel": "debug", "password": "rotated!", "testImage": "registry.example/curl:2.0"})

@@ -23,8 +23,9 @@ type Inputs struct {
 	// KubeVersion overrides the Kubernetes version in .Capabilities.
 	KubeVersion string
 
-	// Pipeline holds the injectors.
-	Pipeline *inject.Pipeline
+	// Injectors are the release's injectors as declared; each run
+	// resolves them (built-in versions) into the pipeline that runs.
+	Injectors *inject.Declared
 	// InjectDir is the working directory of injector commands.
 	InjectDir string
 	// Reconcile and UpdateInjectors choose built-in injector versions.

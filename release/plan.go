@@ -124,7 +124,7 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.Reconcile == "" {
 		o.Reconcile = inject.ReconcileAlways
 	}
-	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.Pipeline, recordedChoice(current, o.Reconcile, o.UpdateInjectors), o.InjectDir)
+	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.Injectors, recordedChoice(current, o.Reconcile, o.UpdateInjectors), o.InjectDir)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ type Chooser func(renderedDigest string) (inject.Choice, error)
 // and build the temporary chart in memory. It also returns what Helm's
 // render of the temporary chart gives: exactly what the release will hold.
 // Nothing is written; loadTempChart puts the chart on disk.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, p *inject.Pipeline, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, error) {
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
@@ -187,8 +187,8 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	if !slices.ContainsFunc(rendered.Documents, func(d manifest.Document) bool { return !d.Empty() }) && len(src.Chart.CRDObjects()) == 0 {
 		return nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
 	}
-	if p == nil {
-		p = &inject.Pipeline{}
+	if declared == nil {
+		declared = &inject.Declared{}
 	}
 	digest := documentsDigest(rendered.Documents)
 	choice := inject.Choice{Strategy: inject.ReconcileAlways}
@@ -197,12 +197,10 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 			return nil, nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
-	resolved, err := inject.Resolve(p.Injectors, choice)
+	run, err := declared.Resolve(choice)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	run := *p
-	run.Injectors = resolved
 	docs, steps, err := run.Run(ctx, rendered.Documents, inject.Env{
 		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
 	})

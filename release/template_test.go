@@ -53,7 +53,7 @@ func TestTemplateGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tpl := &Template{Inputs: Inputs{Namespace: "shop", Pipeline: &inject.Pipeline{Injectors: []inject.Injector{c}}}}
+			tpl := &Template{Inputs: Inputs{Namespace: "shop", Injectors: &inject.Declared{Specs: []inject.Spec{c}}}}
 			r, err := tpl.Run(t.Context(), "demo", Source{Ref: "fixtures/charts/webapp", Chart: ch}, map[string]any{"greeting": "hej"})
 			if err != nil {
 				t.Fatal(err)

@@ -215,10 +215,10 @@ func (i *injectFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&i.skipTests, "skip-inject-tests", false, "do not give `helm test` hooks to the injectors")
 }
 
-// pipeline parses every injector, and loads the library for built-in
+// declared parses every injector, and loads the library for built-in
 // ones, before anything runs.
-func (i *injectFlags) pipeline() (*inject.Pipeline, error) {
-	p := &inject.Pipeline{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests}
+func (i *injectFlags) declared() (*inject.Declared, error) {
+	p := &inject.Declared{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests}
 	params, err := parseWithSet(i.withSet)
 	if err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func (i *injectFlags) pipeline() (*inject.Pipeline, error) {
 				return nil, fmt.Errorf("--with %s: injector %s is given twice", it.text, name)
 			}
 			used[name] = true
-			p.Injectors = append(p.Injectors, &inject.TemplateRef{Library: lib, Ref: it.text, Injector: name, Constraint: constraint, Params: params[name]})
+			p.Specs = append(p.Specs, &inject.TemplateRef{Library: lib, Ref: it.text, Injector: name, Constraint: constraint, Params: params[name]})
 		default:
 			var c *inject.Command
 			if it.kind == "inject" {
@@ -252,7 +252,7 @@ func (i *injectFlags) pipeline() (*inject.Pipeline, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %w", it.kind, err)
 			}
-			p.Injectors = append(p.Injectors, c)
+			p.Specs = append(p.Specs, c)
 		}
 	}
 	for name := range params {

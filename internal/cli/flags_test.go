@@ -65,7 +65,7 @@ func releaseCommands() map[string]func() (*cobra.Command, *releaseInputs) {
 // is not data (the post-renderer program, the cluster client).
 var ignoreRuntime = cmp.Options{
 	cmpopts.IgnoreUnexported(release.Apply{}, release.Diff{}),
-	cmpopts.IgnoreFields(release.Inputs{}, "Pipeline"),
+	cmpopts.IgnoreFields(release.Inputs{}, "Injectors"),
 	cmpopts.IgnoreFields(release.RenderFlags{}, "PostRenderer"),
 }
 
@@ -211,18 +211,18 @@ func injectorFlags(t *testing.T, verb string) {
 		"--inject", "my-injector --label 'a b' FILE",
 		"--injector-library", "../../examples/injectors",
 		"--injector-timeout", "45s", "--skip-inject-hooks", "--skip-inject-tests")
-	p := l.inputs.Pipeline
-	if p.Timeout != 45*time.Second || !p.SkipHooks || !p.SkipTests || len(p.Injectors) != 3 {
+	p := l.inputs.Injectors
+	if p.Timeout != 45*time.Second || !p.SkipHooks || !p.SkipTests || len(p.Specs) != 3 {
 		t.Fatalf("pipeline = %+v", p)
 	}
-	if c, ok := p.Injectors[0].(*inject.Command); !ok || !cmp.Equal(c.Argv, []string{"sidecar-injector", "-f", "FILE", "--image", "proxy:1"}) {
-		t.Errorf("first injector = %#v", p.Injectors[0])
+	if c, ok := p.Specs[0].(*inject.Command); !ok || !cmp.Equal(c.Argv, []string{"sidecar-injector", "-f", "FILE", "--image", "proxy:1"}) {
+		t.Errorf("first injector = %#v", p.Specs[0])
 	}
-	if r, ok := p.Injectors[1].(*inject.TemplateRef); !ok || r.Injector != "log-shipper" || r.Constraint != "^1" || r.Params["destination"] != "logs:24224" || r.Library.Dir != "../../examples/injectors" {
-		t.Errorf("second injector = %#v", p.Injectors[1])
+	if r, ok := p.Specs[1].(*inject.TemplateRef); !ok || r.Injector != "log-shipper" || r.Constraint != "^1" || r.Params["destination"] != "logs:24224" || r.Library.Dir != "../../examples/injectors" {
+		t.Errorf("second injector = %#v", p.Specs[1])
 	}
-	if c, ok := p.Injectors[2].(*inject.Command); !ok || !cmp.Equal(c.Argv, []string{"my-injector", "--label", "a b", "FILE"}) {
-		t.Errorf("third injector = %#v", p.Injectors[2])
+	if c, ok := p.Specs[2].(*inject.Command); !ok || !cmp.Equal(c.Argv, []string{"my-injector", "--label", "a b", "FILE"}) {
+		t.Errorf("third injector = %#v", p.Specs[2])
 	}
 }
 

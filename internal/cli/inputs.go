@@ -61,7 +61,7 @@ func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, arg
 	if l.inputs.Reconcile, err = inject.ParseReconcileStrategy(in.reconcile); err != nil {
 		return nil, err
 	}
-	if l.inputs.Pipeline, err = in.injectors.pipeline(); err != nil {
+	if l.inputs.Injectors, err = in.injectors.declared(); err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	if l.src, l.vals, err = in.chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr()); err != nil {

@@ -36,11 +36,14 @@ func newPostRenderCommand() *cobra.Command {
 		Long:  postRenderLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := injectors.pipeline()
+			declared, err := injectors.declared()
 			if err != nil {
 				return err
 			}
-			if p.Injectors, err = inject.Resolve(p.Injectors, inject.Choice{Strategy: inject.ReconcileAlways}); err != nil {
+			// Helm tells a post-renderer nothing of the release's history:
+			// built-in injectors get the version their constraint picks.
+			p, err := declared.Resolve(inject.Choice{Strategy: inject.ReconcileAlways})
+			if err != nil {
 				return err
 			}
 			in, err := io.ReadAll(cmd.InOrStdin())

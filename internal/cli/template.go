@@ -51,7 +51,7 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 
 func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
 	t := &tf.t
-	p, err := tf.injectors.pipeline()
+	p, err := tf.injectors.declared()
 	if err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
@@ -70,7 +70,7 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args
 		}
 	}
 	t.Namespace = settings.Namespace()
-	t.Pipeline = p
+	t.Injectors = p
 	r, err := t.Run(cmd.Context(), args[0], src, vals)
 	if err != nil {
 		return err
