@@ -1,0 +1,121 @@
+package release
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+
+	helmrelease "helm.sh/helm/v3/pkg/release"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+)
+
+// fakeCluster is the RESTClientGetter of a cluster that answers discovery
+// only (v1.31, the core and apps APIs): enough for planning, as Helm's
+// printing kube client is enough for installing.
+type fakeCluster struct {
+	dc discovery.CachedDiscoveryInterface
+}
+
+func newFakeCluster() fakeCluster {
+	fd := &fakediscovery.FakeDiscovery{
+		Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+			{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap", Namespaced: true}}},
+			{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment", Namespaced: true}}},
+		}},
+		FakedServerVersion: &version.Info{GitVersion: "v1.31.0", Major: "1", Minor: "31"},
+	}
+	return fakeCluster{dc: memory.NewMemCacheClient(fd)}
+}
+
+func (f fakeCluster) ToRESTConfig() (*rest.Config, error) {
+	return &rest.Config{Host: "https://127.0.0.1:1"}, nil
+}
+func (f fakeCluster) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return f.dc, nil
+}
+func (f fakeCluster) ToRESTMapper() (meta.RESTMapper, error) {
+	return nil, errors.New("no REST mapper here")
+}
+
+// TestApplyHistory walks a release's history in memory: install, an apply
+// with the same inputs that makes no revision, a values change that does,
+// each values mode as Helm's upgrade treats it, diff agreeing with apply
+// each time, and a pending revision refused with what to do.
+func TestApplyHistory(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "api", Chart: ch}
+	inputs := func(mode ValuesMode) Inputs {
+		return Inputs{Namespace: "shop", ValuesMode: mode, Injectors: &inject.Declared{}}
+	}
+	// step applies and checks the outcome, after diff said the same.
+	step := func(what string, mode ValuesMode, vals map[string]any, wantRevision int, wantUnchanged bool) *Result {
+		t.Helper()
+		d := NewDiff(cfg)
+		d.Inputs, d.AllowUnreleased = inputs(mode), true
+		dr, err := d.Run(t.Context(), "web", src, vals)
+		if err != nil {
+			t.Fatalf("%s: diff: %v", what, err)
+		}
+		a := NewApply(cfg)
+		a.Inputs = inputs(mode)
+		res, err := a.Run(t.Context(), "web", src, vals)
+		if err != nil {
+			t.Fatalf("%s: apply: %v", what, err)
+		}
+		if res.Release.Version != wantRevision || res.Unchanged != wantUnchanged {
+			t.Errorf("%s: revision %d unchanged %v, want %d %v", what, res.Release.Version, res.Unchanged, wantRevision, wantUnchanged)
+		}
+		if dr.HasChanges() == res.Unchanged {
+			t.Errorf("%s: diff says changes %v (%v), apply says unchanged %v", what, dr.HasChanges(), dr.Reasons, res.Unchanged)
+		}
+		return res
+	}
+	if r := step("install", ValuesDefault, nil, 1, false); !r.Installed {
+		t.Errorf("the first apply did not install")
+	}
+	step("the same inputs", ValuesDefault, nil, 1, true)
+	step("a new value", ValuesDefault, map[string]any{"logLevel": "debug"}, 2, false)
+	// Helm's default reuses the last values when none are given.
+	step("no values, default mode", ValuesDefault, nil, 2, true)
+	step("--reuse-values without values", ValuesReuse, nil, 2, true)
+	r := step("--reset-values", ValuesReset, nil, 3, false)
+	if len(r.Release.Config) != 0 {
+		t.Errorf("--reset-values stored %v", r.Release.Config)
+	}
+	step("--reset-then-reuse-values, a new value", ValuesResetThenReuse, map[string]any{"image": "registry.example/api:3.2"}, 4, false)
+	r = step("--reuse-values, another value", ValuesReuse, map[string]any{"logLevel": "warn"}, 5, false)
+	if r.Release.Config["image"] != "registry.example/api:3.2" || r.Release.Config["logLevel"] != "warn" {
+		t.Errorf("--reuse-values stored %v, want the last values merged with the new one", r.Release.Config)
+	}
+
+	// A pending revision (its apply was killed) stops the next one.
+	last, err := cfg.Releases.Last("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last.Info.Status = helmrelease.StatusPendingUpgrade
+	if err := cfg.Releases.Update(last); err != nil {
+		t.Fatal(err)
+	}
+	a := NewApply(cfg)
+	a.Inputs = inputs(ValuesDefault)
+	if _, err := a.Run(t.Context(), "web", src, nil); err == nil || !strings.Contains(err.Error(), "revision 5 is pending-upgrade") || !strings.Contains(err.Error(), "helm rollback web") {
+		t.Errorf("apply over a pending revision: %v", err)
+	}
+}
