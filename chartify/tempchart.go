@@ -13,6 +13,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helm-inject/helm-inject/manifest"
@@ -60,10 +61,19 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 	for k, v := range o.Annotations {
 		md.Annotations[k] = v
 	}
-	tc := &chart.Chart{Metadata: &md, Values: src.Values}
+	// The defaults are read again from values.yaml, as loading the chart
+	// would: rendering may have changed the source chart's values in
+	// memory (Helm's dependency processing does), and the release must
+	// store the chart's own.
+	tc := &chart.Chart{Metadata: &md}
 	for _, f := range src.Raw {
 		if f.Name == "values.yaml" {
 			tc.Raw = append(tc.Raw, f)
+			vals, err := chartutil.ReadValues(f.Data)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s's values.yaml: %w", src.Name(), err)
+			}
+			tc.Values = vals
 		}
 	}
 
@@ -222,8 +232,8 @@ func WriteChart(ch *chart.Chart, dir string) error {
 	return nil
 }
 
-// LoadWritten loads a chart written by WriteChart: what is installed is what
-// is on disk.
+// LoadWritten loads a chart written by WriteChart (a --keep-chart folder)
+// as helm would load it.
 func LoadWritten(dir string) (*chart.Chart, error) {
 	ch, err := loader.LoadDir(dir)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -128,12 +127,13 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := loadTempChart(name, tc, o.KeepChart)
-	if err != nil {
+	// What is installed is exactly what was planned, rendered and
+	// compared; --keep-chart also writes it to a folder.
+	if err := keepChart(name, tc, o.KeepChart); err != nil {
 		return nil, err
 	}
-	rendered.Chart = loaded
-	pl := &plan{current: current, last: last, chart: loaded, rendered: rendered, namespace: opts.Namespace}
+	rendered.Chart = tc
+	pl := &plan{current: current, last: last, chart: tc, rendered: rendered, namespace: opts.Namespace}
 	if o.Render.PostRenderer != nil {
 		if pl.postRenderer, err = postRender(rendered, o.Render.PostRenderer); err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
@@ -178,7 +178,7 @@ type Chooser func(renderedDigest string) (inject.Choice, error)
 // source chart, choose the built-in injectors' versions, run the injectors,
 // and build the temporary chart in memory. It also returns what Helm's
 // render of the temporary chart gives: exactly what the release will hold.
-// Nothing is written; loadTempChart puts the chart on disk.
+// Nothing is written.
 func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
@@ -232,29 +232,6 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	return tc, r, nil
-}
-
-// loadTempChart writes the temporary chart into a private temporary folder
-// (removed before it returns), and into keepDir when set, and loads it back:
-// what is installed is what is on disk, and loading it again drops what
-// rendering did to the source chart's values in memory.
-func loadTempChart(name string, tc *chart.Chart, keepDir string) (*chart.Chart, error) {
-	dir, err := os.MkdirTemp("", "helm-inject-chart-")
-	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
-	}
-	defer os.RemoveAll(dir)
-	if err := chartify.WriteChart(tc, dir); err != nil {
-		return nil, fmt.Errorf("release %q: writing the temporary chart: %w", name, err)
-	}
-	if err := keepChart(name, tc, keepDir); err != nil {
-		return nil, err
-	}
-	loaded, err := chartify.LoadWritten(dir)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
-	}
-	return loaded, nil
 }
 
 // keepChart writes a copy of the temporary chart into dir (--keep-chart),
