@@ -60,17 +60,25 @@ func shipperVersion(t *testing.T, rel, ns string) (version, where string) {
 	return st.Injectors[0].Version, where
 }
 
+// shipperApply returns a function that applies a release of the api
+// chart in ns with lib as the injector library and log-shipper's
+// destination set; extra are more flags (--with, --reconcile, ...).
+func shipperApply(t *testing.T, ns, lib string) func(rel string, extra ...string) result {
+	return func(rel string, extra ...string) result {
+		t.Helper()
+		args := append([]string{"apply", rel, apiChart, "-n", ns, "--injector-library", lib,
+			"--with-set", "log-shipper.destination=logs.example:24224"}, extra...)
+		return mustHelmInject(t, args...)
+	}
+}
+
 // TestVersionedInjectors walks through the life of a built-in injector:
 // pinned on install, kept or moved by the reconcile strategy when a new
 // version is released, frozen once locked, visible in status and list.
 func TestVersionedInjectors(t *testing.T) {
 	ns := namespace(t)
 	lib := library(t, "1.0.0")
-	apply := func(rel string, extra ...string) result {
-		args := append([]string{"apply", rel, apiChart, "-n", ns, "--injector-library", lib,
-			"--with-set", "log-shipper.destination=logs.example:24224"}, extra...)
-		return mustHelmInject(t, args...)
-	}
+	apply := shipperApply(t, ns, lib)
 
 	// 1. Install with ^1 while the library holds 1.0.0.
 	apply("pinned", "--with", "log-shipper@^1")
@@ -254,11 +262,7 @@ func TestVersionedInjectorBadInput(t *testing.T) {
 func TestReconcileEdges(t *testing.T) {
 	ns := namespace(t)
 	lib := library(t, "1.0.0")
-	apply := func(rel string, extra ...string) result {
-		args := append([]string{"apply", rel, apiChart, "-n", ns, "--injector-library", lib,
-			"--with-set", "log-shipper.destination=logs.example:24224"}, extra...)
-		return mustHelmInject(t, args...)
-	}
+	apply := shipperApply(t, ns, lib)
 	apply("forced", "--with", "log-shipper@^1", "--reconcile", "never")
 	apply("narrow", "--with", "log-shipper@~1.0", "--reconcile", "never")
 	addVersion(t, lib, "log-shipper", "1.1.0")

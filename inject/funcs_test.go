@@ -67,20 +67,9 @@ func TestAllowedFuncsRenderTheSameBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := readFixture(t, "mixed.yaml")
-	render := func() []byte {
-		ti, err := NewTemplateInjector(d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := ti.Inject(t.Context(), in, Env{Release: "r", Namespace: "ns"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	first := render()
+	first := injectDef(t, d, nil, in)
 	t.Setenv("HOME", "/elsewhere")
-	if second := render(); string(first) != string(second) {
+	if second := injectDef(t, d, nil, in); string(first) != string(second) {
 		t.Errorf("two renders differ:\n%s\n---\n%s", first, second)
 	}
 	if !strings.Contains(string(first), `LOGS.EXAMPLE:24224`) || !strings.Contains(string(first), `dict: '{"k":"v"}'`) {

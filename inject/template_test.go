@@ -53,6 +53,13 @@ func injectWith(t *testing.T, lib *Library, name, version string, params map[str
 	if def == nil {
 		t.Fatalf("%s@%s is not in the library", name, version)
 	}
+	return injectDef(t, def, params, in)
+}
+
+// injectDef injects a stream with a definition and parameters, for
+// release "shop" in namespace "shop".
+func injectDef(t *testing.T, def *Definition, params map[string]any, in []byte) []byte {
+	t.Helper()
 	inj, err := NewTemplateInjector(def, params)
 	if err != nil {
 		t.Fatal(err)
@@ -346,18 +353,7 @@ template: |
 		}
 		return d
 	}
-	run := func(d *Definition, in []byte) string {
-		t.Helper()
-		ti, err := NewTemplateInjector(d, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := ti.Inject(t.Context(), in, Env{Release: "r", Namespace: "ns"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
+	run := func(d *Definition, in []byte) string { return string(injectDef(t, d, nil, in)) }
 	in := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - {name: app, image: app:1}\n")
 	upgraded := run(def("2.0.0", "new"), []byte(run(def("1.0.0", "old"), in)))
 	for _, old := range []string{"proxy-old", "init-old", "vol-old", "/old", "ENV_old", "ann-old", "label-old"} {
