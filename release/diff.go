@@ -77,22 +77,15 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	if err != nil {
 		return nil, err
 	}
-	after, err := inject.DecodeRecords(p.chart.Metadata.Annotations)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
-	}
-	res := &DiffResult{Release: name, InjectorsAfter: after}
+	res := &DiffResult{Release: name, InjectorsBefore: p.recordsBefore, InjectorsAfter: p.records}
 	if p.current == nil {
 		if !d.AllowUnreleased {
 			return nil, fmt.Errorf("release %q does not exist in namespace %q; use --allow-unreleased to see it as new", name, d.Namespace)
 		}
 	} else {
 		res.Installed = true
-		if res.InjectorsBefore, err = revisionRecords(p.current); err != nil {
-			return nil, fmt.Errorf("release %q: %w", name, err)
-		}
 	}
-	dec, err := decideRevision(p, revisionInputs{valuesMode: d.ValuesMode, vals: vals, labels: d.Labels})
+	dec, err := decideRevision(p, revisionInputs{labels: d.Labels})
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}

@@ -68,6 +68,12 @@ type plan struct {
 	// postRenderer, when the user gave one, replays its output for the
 	// install or upgrade (see postRender).
 	postRenderer postrender.PostRenderer
+	// recordsBefore are the injectors current records (none for an
+	// install); records are the ones the new revision records.
+	recordsBefore, records []inject.Record
+	// values are what the chart is rendered with and the new revision
+	// stores as its config (see upgradeValues).
+	values map[string]any
 }
 
 // makePlan reads the release history, renders, injects and builds the
@@ -106,7 +112,11 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if last != nil {
 		opts.Revision = last.Version + 1
 	}
+	var recordsBefore []inject.Record
 	if current != nil {
+		if recordsBefore, err = revisionRecords(current); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
 		opts.IsUpgrade = true
 		opts.Namespace = current.Namespace
 		var defaults map[string]any
@@ -123,7 +133,7 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.Reconcile == "" {
 		o.Reconcile = inject.ReconcileAlways
 	}
-	tc, rendered, err := BuildChart(ctx, name, src, renderVals, opts, o.Injectors, recordedChoice(current, o.Reconcile, o.UpdateInjectors), o.InjectDir)
+	tc, rendered, records, err := BuildChart(ctx, name, src, renderVals, opts, o.Injectors, recordedChoice(current, recordsBefore, o.Reconcile, o.UpdateInjectors), o.InjectDir)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +142,7 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if err := keepChart(name, tc, o.KeepChart); err != nil {
 		return nil, err
 	}
-	rendered.Chart = tc
-	pl := &plan{current: current, last: last, chart: tc, rendered: rendered, namespace: opts.Namespace}
+	pl := &plan{current: current, last: last, chart: tc, rendered: rendered, namespace: opts.Namespace, recordsBefore: recordsBefore, records: records, values: renderVals}
 	if o.Render.PostRenderer != nil {
 		if pl.postRenderer, err = postRender(rendered, o.Render.PostRenderer); err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
@@ -177,15 +186,16 @@ type Chooser func(renderedDigest string) (inject.Choice, error)
 // BuildChart is the pipeline shared by apply, template and diff: render the
 // source chart, choose the built-in injectors' versions, run the injectors,
 // and build the temporary chart in memory. It also returns what Helm's
-// render of the temporary chart gives: exactly what the release will hold.
-// Nothing is written.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, error) {
+// render of the temporary chart gives (exactly what the release will hold)
+// and the injector records written into its annotations. Nothing is
+// written.
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
+		return nil, nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
 	}
 	if !slices.ContainsFunc(rendered.Documents, func(d manifest.Document) bool { return !d.Empty() }) && len(src.Chart.CRDObjects()) == 0 {
-		return nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
+		return nil, nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
 	}
 	if declared == nil {
 		declared = &inject.Declared{}
@@ -194,22 +204,22 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	choice := inject.Choice{Strategy: inject.ReconcileAlways}
 	if choose != nil {
 		if choice, err = choose(digest); err != nil {
-			return nil, nil, fmt.Errorf("release %q: %w", name, err)
+			return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
 	run, err := declared.Resolve(choice)
 	if err != nil {
-		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	docs, steps, err := run.Run(ctx, rendered.Documents, inject.Env{
 		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, d := range docs {
 		if len(d.Content) > MaxResourceBytes {
-			return nil, nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
+			return nil, nil, nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
 				name, d.ID, d.Source, len(d.Content), MaxResourceBytes)
 		}
 	}
@@ -220,18 +230,18 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	ann := map[string]string{}
 	if len(records) > 0 {
 		if ann[inject.RecordsAnnotation], err = inject.EncodeRecords(records); err != nil {
-			return nil, nil, fmt.Errorf("release %q: %w", name, err)
+			return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
 	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Annotations: ann, RenderedDigest: digest})
 	if err != nil {
-		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	r, err := chartify.RenderTempChart(tc, rendered, docs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	return tc, r, nil
+	return tc, r, records, nil
 }
 
 // keepChart writes a copy of the temporary chart into dir (--keep-chart),
@@ -261,18 +271,15 @@ func documentsDigest(docs []manifest.Document) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// recordedChoice builds the injector choice for an upgrade of current.
-func recordedChoice(current *release.Release, strategy inject.ReconcileStrategy, update bool) Chooser {
+// recordedChoice builds the injector choice for an upgrade of current,
+// whose injector records are recorded.
+func recordedChoice(current *release.Release, recorded []inject.Record, strategy inject.ReconcileStrategy, update bool) Chooser {
 	return func(renderedDigest string) (inject.Choice, error) {
 		c := inject.Choice{Strategy: strategy, Update: update, Recorded: map[string]inject.Record{}, ChartChanged: true}
 		if current == nil || current.Chart == nil || current.Chart.Metadata == nil {
 			return c, nil
 		}
-		recs, err := revisionRecords(current)
-		if err != nil {
-			return c, err
-		}
-		for _, r := range recs {
+		for _, r := range recorded {
 			if r.Version != "" {
 				c.Recorded[r.Name] = r
 			}

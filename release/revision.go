@@ -8,15 +8,11 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/helm-inject/helm-inject/chartify"
-	"github.com/helm-inject/helm-inject/inject"
 )
 
 // revisionInputs are what, besides the plan, decides whether an apply
 // stores a new revision.
 type revisionInputs struct {
-	valuesMode ValuesMode
-	// vals are the user's values (what Helm stores as the release config).
-	vals map[string]any
 	// labels are --labels: merged into the newest revision's labels, as
 	// Helm's upgrade does.
 	labels       map[string]string
@@ -66,16 +62,8 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 	if p.last != nil && (p.last.Version != current.Version || current.Info.Status != release.StatusDeployed) {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("the newest revision %d is %s: apply applies again", p.last.Version, p.last.Info.Status))
 	}
-	meta, err := metadataReasons(current, p, len(d.Changes) > 0)
-	if err != nil {
-		return d, err
-	}
-	d.Reasons = append(d.Reasons, meta...)
-	stored, _, err := upgradeValues(in.valuesMode, current, in.vals)
-	if err != nil {
-		return d, err
-	}
-	same, err := sameJSON(stored, current.Config)
+	d.Reasons = append(d.Reasons, metadataReasons(current, p, len(d.Changes) > 0)...)
+	same, err := sameJSON(p.values, current.Config)
 	if err != nil {
 		return d, err
 	}
@@ -98,34 +86,26 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 // from the deployed revision's: injector versions and parameters, the
 // chart's name and version, or (when no resource changes explain it) any
 // other Chart.yaml field or annotation.
-func metadataReasons(current *release.Release, p *plan, resourcesChanged bool) ([]string, error) {
+func metadataReasons(current *release.Release, p *plan, resourcesChanged bool) []string {
 	was, now := current.Chart.Metadata, p.chart.Metadata
 	if reflect.DeepEqual(was, now) {
-		return nil, nil
+		return nil
 	}
 	if was.Annotations[chartify.AnnotationRendered] == "" {
 		// A revision plain helm made (helmfile upgrades releases without
 		// injectors with the real helm): only the chart itself counts.
 		if was.Name == now.Name && was.Version == now.Version && was.AppVersion == now.AppVersion {
-			return nil, nil
+			return nil
 		}
 	}
-	before, err := revisionRecords(current)
-	if err != nil {
-		return nil, err
-	}
-	after, err := inject.DecodeRecords(now.Annotations)
-	if err != nil {
-		return nil, err
-	}
-	reasons := injectorChanges(before, after)
+	reasons := injectorChanges(p.recordsBefore, p.records)
 	if was.Name != now.Name || was.Version != now.Version || was.AppVersion != now.AppVersion {
 		reasons = append(reasons, fmt.Sprintf("chart %s-%s (app %s) → %s-%s (app %s)", was.Name, was.Version, was.AppVersion, now.Name, now.Version, now.AppVersion))
 	}
 	if len(reasons) == 0 && !resourcesChanged {
 		reasons = append(reasons, "the chart's metadata changes (Chart.yaml fields or helm-inject annotations)")
 	}
-	return reasons, nil
+	return reasons
 }
 
 // mergeLabels is Helm's mergeCustomLabels: desired over current, and a

@@ -50,7 +50,7 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 			return nil, err
 		}
 	}
-	tc, r, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, nil, t.InjectDir)
+	tc, r, _, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, nil, t.InjectDir)
 	if err != nil {
 		return nil, err
 	}
