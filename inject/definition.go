@@ -20,8 +20,9 @@ type Definition struct {
 	Description string      `yaml:"description,omitempty"`
 	Parameters  []Parameter `yaml:"parameters,omitempty"`
 	Select      Selection   `yaml:"select,omitempty"`
-	// Template is a Go template (with TemplateFuncs) that renders a YAML
-	// mapping of what to add to each selected pod template; see Patch.
+	// Template is a Go template (sprig's functions but the removed ones,
+	// see removedFunc) that renders a YAML mapping of what to add to each
+	// selected pod template; see Patch.
 	Template string `yaml:"template"`
 
 	// Digest is the SHA-256 of the definition file's bytes.

@@ -33,18 +33,6 @@ func removedFunc(name string) (reason string, removed bool) {
 	return "", false
 }
 
-// TemplateFuncs is the function set of injector definition templates:
-// sprig's text functions without the removed ones (see removedFunc).
-func TemplateFuncs() template.FuncMap {
-	funcs := sprig.TxtFuncMap()
-	for name := range funcs {
-		if _, removed := removedFunc(name); removed {
-			delete(funcs, name)
-		}
-	}
-	return funcs
-}
-
 // RemovedFuncs lists the sprig functions injector templates cannot call.
 func RemovedFuncs() []string {
 	var names []string
@@ -56,15 +44,18 @@ func RemovedFuncs() []string {
 	return names
 }
 
-// parseTemplate parses a definition's template. A call of a removed
-// function is refused here, with its line and the reason, rather than as
+// parseTemplate parses a definition's template with sprig's text functions
+// but the removed ones. A call of a removed function is refused here, with its line and the reason, rather than as
 // text/template's bare "function not defined".
 func parseTemplate(name, text string) (*template.Template, error) {
-	funcs := TemplateFuncs()
-	for _, f := range RemovedFuncs() {
-		// Defined only so that parsing gets far enough to say why the
-		// call is refused; checkRemoved rejects every use.
-		funcs[f] = func(...any) (any, error) { return nil, fmt.Errorf("%s is not available", f) }
+	// Sprig's text functions, the removed ones replaced by stubs: defined
+	// only so that parsing gets far enough for checkRemoved to say why a
+	// call is refused; checkRemoved rejects every use.
+	funcs := sprig.TxtFuncMap()
+	for f := range funcs {
+		if _, removed := removedFunc(f); removed {
+			funcs[f] = func(...any) (any, error) { return nil, fmt.Errorf("%s is not available", f) }
+		}
 	}
 	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
 	if err != nil {
