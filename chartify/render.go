@@ -5,7 +5,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -201,19 +200,19 @@ var installOrder = func() map[string]int {
 // sortByKind is Helm's lessByKind: known kinds in install order, unknown
 // kinds after them alphabetically, the original order kept otherwise.
 func sortByKind(docs []manifest.Document) {
-	sort.SliceStable(docs, func(i, j int) bool {
-		a, b := docs[i].ID.Kind, docs[j].ID.Kind
+	slices.SortStableFunc(docs, func(x, y manifest.Document) int {
+		a, b := x.ID.Kind, y.ID.Kind
 		ia, aok := installOrder[a]
 		ib, bok := installOrder[b]
 		switch {
 		case !aok && !bok:
-			return a < b
+			return strings.Compare(a, b)
 		case !aok:
-			return false
+			return 1
 		case !bok:
-			return true
+			return -1
 		}
-		return ia < ib
+		return ia - ib
 	})
 }
 

@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -207,7 +207,7 @@ func loadManifests(dir string) (*chart.Chart, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%s is neither a chart (no Chart.yaml), a kustomization nor a folder of .yaml manifests", dir)
 	}
-	sort.Strings(paths)
+	slices.Sort(paths)
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {

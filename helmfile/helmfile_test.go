@@ -157,6 +157,29 @@ func TestSplitCommand(t *testing.T) {
 		}
 	}
 }
+func TestTakeFlag(t *testing.T) {
+	tests := []struct {
+		args  []string
+		rest  []string
+		value string
+	}{
+		{[]string{"--helm-binary", "/h", "sync"}, []string{"sync"}, "/h"},
+		{[]string{"-b", "/h", "-e", "x", "sync"}, []string{"-e", "x", "sync"}, "/h"},
+		{[]string{"--helm-binary=/h", "sync"}, []string{"sync"}, "/h"},
+		{[]string{"-b", "/a", "--helm-binary=/b", "apply"}, []string{"apply"}, "/b"},
+		// A flag with no value left is helmfile's to refuse.
+		{[]string{"sync", "-b"}, []string{"sync", "-b"}, ""},
+		// Another flag with the same prefix is not this one.
+		{[]string{"--helm-binary-x=1", "sync"}, []string{"--helm-binary-x=1", "sync"}, ""},
+	}
+	for _, tt := range tests {
+		rest, value := takeFlag(tt.args, "--helm-binary", "-b")
+		if value != tt.value || !cmp.Equal(rest, tt.rest) {
+			t.Errorf("takeFlag(%q) = %q, %q; want %q, %q", tt.args, rest, value, tt.rest, tt.value)
+		}
+	}
+}
+
 func TestTranslateHelmDefaults(t *testing.T) {
 	in := "helmDefaults:\n  wait: true\n  injectors:\n  - inject: tagger FILE\nreleases:\n- name: a\n  chart: ./a\n"
 	out, changed, err := Translate("h.yaml", in, "/s")
@@ -398,5 +421,34 @@ func TestTranslateGotmplOnlyReleaseFields(t *testing.T) {
 	}
 	if strings.Count(out, "postRenderer: "+Marker) != 1 || !strings.Contains(out, "- {{ .Values.spec | quote }}") {
 		t.Errorf("release a was not translated once:\n%s", out)
+	}
+}
+
+func TestFindProgram(t *testing.T) {
+	bin := t.TempDir()
+	onPath := filepath.Join(bin, "helm")
+	if err := os.WriteFile(onPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("HELMFILE_HELM_BINARY", "")
+	find := func(given string) (string, error) {
+		return findProgram(given, "HELMFILE_HELM_BINARY", "helm", "pass --helm-binary")
+	}
+	if got, err := find("/given/helm"); err != nil || got != "/given/helm" {
+		t.Errorf("given: %q, %v", got, err)
+	}
+	if got, err := find(""); err != nil || got != onPath {
+		t.Errorf("on PATH: %q, %v; want %q", got, err, onPath)
+	}
+	t.Setenv("HELMFILE_HELM_BINARY", "/env/helm")
+	if got, err := find(""); err != nil || got != "/env/helm" {
+		t.Errorf("from the environment: %q, %v", got, err)
+	}
+	t.Setenv("HELMFILE_HELM_BINARY", "")
+	t.Setenv("PATH", t.TempDir())
+	_, err := find("")
+	if err == nil || err.Error() != "helm not found on PATH (or pass --helm-binary)" {
+		t.Errorf("nowhere: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package helmfile
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,28 +38,17 @@ func (w *Wrapper) Run(ctx context.Context, args []string) int {
 }
 
 func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
-	helmfile := w.Helmfile
-	if helmfile == "" {
-		helmfile = os.Getenv("HELMFILE_BINARY")
-	}
-	if helmfile == "" {
-		p, err := exec.LookPath("helmfile")
-		if err != nil {
-			return 0, errors.New("helmfile not found on PATH (or set HELMFILE_BINARY)")
-		}
-		helmfile = p
+	helmfile, err := findProgram(w.Helmfile, "HELMFILE_BINARY", "helmfile", "set HELMFILE_BINARY")
+	if err != nil {
+		return 0, err
 	}
 
-	args, realHelm := takeHelmBinary(args)
-	if realHelm == "" {
-		realHelm = os.Getenv("HELMFILE_HELM_BINARY")
-	}
-	if realHelm == "" {
-		p, err := exec.LookPath("helm")
-		if err != nil {
-			return 0, errors.New("helm not found on PATH (or pass --helm-binary)")
-		}
-		realHelm = p
+	// helmfile's --helm-binary/-b names the real helm: helm-inject puts
+	// itself there instead.
+	args, realHelm := takeFlag(args, "--helm-binary", "-b")
+	realHelm, err = findProgram(realHelm, "HELMFILE_HELM_BINARY", "helm", "pass --helm-binary")
+	if err != nil {
+		return 0, err
 	}
 	if _, err := notSelf(realHelm, "the helm binary "+realHelm+" (--helm-binary, $HELMFILE_HELM_BINARY or helm on PATH)",
 		"pass the real helm with --helm-binary: helm-inject puts itself in helmfile's place for helm"); err != nil {
@@ -181,24 +169,40 @@ func helmfileValueFlag(f string) bool {
 	return false
 }
 
-// takeHelmBinary removes helmfile's --helm-binary/-b flag, whose value is
-// the real helm: helm-inject puts itself there instead.
-func takeHelmBinary(args []string) ([]string, string) {
+// findProgram returns the program given, else the one $env names, else
+// name found on PATH.
+func findProgram(given, env, name, hint string) (string, error) {
+	if given == "" {
+		given = os.Getenv(env)
+	}
+	if given != "" {
+		return given, nil
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found on PATH (or %s)", name, hint)
+	}
+	return p, nil
+}
+
+// takeFlag removes a flag with a value (--long V, --long=V, -short V) from
+// args and returns the other arguments and the flag's last value.
+func takeFlag(args []string, long, short string) ([]string, string) {
 	var out []string
-	helm := ""
+	value := ""
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case (a == "--helm-binary" || a == "-b") && i+1 < len(args):
-			helm = args[i+1]
+		case (a == long || a == short) && i+1 < len(args):
+			value = args[i+1]
 			i++
-		case strings.HasPrefix(a, "--helm-binary="):
-			helm = strings.TrimPrefix(a, "--helm-binary=")
+		case strings.HasPrefix(a, long+"="):
+			value = strings.TrimPrefix(a, long+"=")
 		default:
 			out = append(out, a)
 		}
 	}
-	return out, helm
+	return out, value
 }
 
 // stateFileArg removes --file/-f from args and returns the state to
@@ -207,20 +211,7 @@ func takeHelmBinary(args []string) ([]string, string) {
 // the helmfile.d folder). It returns "" when there is none, and helmfile
 // says what it misses.
 func stateFileArg(args []string) ([]string, string, error) {
-	var out []string
-	file := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case (a == "--file" || a == "-f") && i+1 < len(args):
-			file = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--file="):
-			file = strings.TrimPrefix(a, "--file=")
-		default:
-			out = append(out, a)
-		}
-	}
+	out, file := takeFlag(args, "--file", "-f")
 	if file == "" {
 		// What helmfile reads when -f is not given.
 		for _, f := range []string{"helmfile.yaml", "helmfile.yaml.gotmpl", "helmfile.yml", "helmfile.yml.gotmpl", "helmfile.d"} {
@@ -231,7 +222,7 @@ func stateFileArg(args []string) ([]string, string, error) {
 		}
 	}
 	if file == "" {
-		return args, "", nil
+		return out, "", nil
 	}
 	if _, err := os.Stat(file); err != nil {
 		return nil, "", fmt.Errorf("state file: %w", err)

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -61,8 +62,8 @@ func LoadLibrary(dir string) (*Library, error) {
 		return nil, fmt.Errorf("injector library %s: %w", dir, err)
 	}
 	for _, versions := range lib.defs {
-		sort.Slice(versions, func(i, j int) bool {
-			return semver.MustParse(versions[i].Version).LessThan(semver.MustParse(versions[j].Version))
+		slices.SortFunc(versions, func(a, b *Definition) int {
+			return semver.MustParse(a.Version).Compare(semver.MustParse(b.Version))
 		})
 	}
 	if err := lib.checkFrozen(); err != nil {
@@ -113,12 +114,7 @@ func (l *Library) checkFrozen() error {
 
 // Names lists the injectors in the library, sorted.
 func (l *Library) Names() []string {
-	names := make([]string, 0, len(l.defs))
-	for n := range l.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(l.defs))
 }
 
 // Versions lists an injector's versions, oldest first.
@@ -185,11 +181,7 @@ func (l *Library) Lock() ([]string, error) {
 			}
 		}
 	}
-	keys := make([]string, 0, len(l.lock))
-	for k := range l.lock {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(l.lock))
 	var b strings.Builder
 	b.WriteString("# Digests of released injector versions. A locked version is frozen:\n# helm-inject refuses a definition whose file no longer matches. Add new\n# versions with `helm-inject injectors lock`.\n")
 	for _, k := range keys {

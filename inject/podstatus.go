@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -47,7 +48,7 @@ func recordStatus(meta *yaml.Node, st status, entry StatusEntry) error {
 		}
 	}
 	st.Injectors = append(kept, entry)
-	sort.Slice(st.Injectors, func(i, j int) bool { return st.Injectors[i].Name < st.Injectors[j].Name })
+	slices.SortFunc(st.Injectors, func(a, b StatusEntry) int { return strings.Compare(a.Name, b.Name) })
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -48,7 +47,7 @@ func NewTemplateInjector(def *Definition, params map[string]any) (*TemplateInjec
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
+		slices.Sort(unknown)
 		return nil, fmt.Errorf("injector %s (%s) has no parameter %s", def.Ref(), def.File, strings.Join(unknown, ", "))
 	}
 	merged := map[string]any{}

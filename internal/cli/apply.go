@@ -72,43 +72,42 @@ func newApplyCommand(settings *cli.EnvSettings) *cobra.Command {
 	return cmd
 }
 
-// applyCommand builds apply and returns the flags it parses into.
-func applyCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
-	a := &applyFlags{}
-	cmd := &cobra.Command{
-		Use:   "apply NAME CHART",
-		Short: "Install or upgrade a release with sidecars injected",
-		Long:  applyLong,
-		Args:  exactArgs(2, "a release NAME and a CHART"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a.opts.Install = true
-			return a.run(cmd, settings, args)
-		},
-	}
-	a.add(cmd)
-	noop(cmd.Flags(), "install", "i", noopBool(), "apply always installs a release that does not exist yet")
-	return cmd, a
-}
-
 func newUpgradeCommand(settings *cli.EnvSettings) *cobra.Command {
 	cmd, _ := upgradeCommand(settings)
 	return cmd
 }
 
-// upgradeCommand builds upgrade and returns the flags it parses into.
+// applyCommand builds apply and returns the flags it parses into. apply
+// always installs a missing release; its -i/--install is accepted and does
+// nothing.
+func applyCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
+	cmd, a := applyOrUpgrade(settings, "apply", "Install or upgrade a release with sidecars injected", applyLong)
+	a.opts.Install = true
+	noop(cmd.Flags(), "install", "i", noopBool(), "apply always installs a release that does not exist yet")
+	return cmd, a
+}
+
+// upgradeCommand builds upgrade, apply under helm's name, and returns the
+// flags it parses into.
 func upgradeCommand(settings *cli.EnvSettings) (*cobra.Command, *applyFlags) {
+	cmd, a := applyOrUpgrade(settings, "upgrade", "Same as apply, under helm's name (with -i/--install to install a missing release)",
+		applyLong+"\n\nWithout --install, upgrade refuses a release that does not exist yet, as helm does.")
+	cmd.Flags().BoolVarP(&a.opts.Install, "install", "i", false, "install the release if it does not exist")
+	return cmd, a
+}
+
+func applyOrUpgrade(settings *cli.EnvSettings, name, short, long string) (*cobra.Command, *applyFlags) {
 	a := &applyFlags{}
 	cmd := &cobra.Command{
-		Use:   "upgrade NAME CHART",
-		Short: "Same as apply, under helm's name (with -i/--install to install a missing release)",
-		Long:  applyLong + "\n\nWithout --install, upgrade refuses a release that does not exist yet, as helm does.",
+		Use:   name + " NAME CHART",
+		Short: short,
+		Long:  long,
 		Args:  exactArgs(2, "a release NAME and a CHART"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.run(cmd, settings, args)
 		},
 	}
 	a.add(cmd)
-	cmd.Flags().BoolVarP(&a.opts.Install, "install", "i", false, "install the release if it does not exist")
 	return cmd, a
 }
 

@@ -109,9 +109,15 @@ func TestApplyFlags(t *testing.T) {
 		{[]string{"--recreate-pods"}, with(func(a *release.Apply) { a.Recreate = true })},
 		{[]string{"--enable-dns"}, with(func(a *release.Apply) { a.Render.EnableDNS = true })},
 		{[]string{"--render-subchart-notes"}, with(func(a *release.Apply) { a.Render.SubNotes = true })},
+		{[]string{"--install"}, with(func(a *release.Apply) { a.Install = true })},
+		{[]string{"-i"}, with(func(a *release.Apply) { a.Install = true })},
 	}
 	for _, verb := range []string{"apply", "upgrade"} {
 		for _, tt := range tests {
+			if verb == "apply" {
+				// apply always installs a missing release; -i changes nothing.
+				tt.want.Install = true
+			}
 			t.Run(verb+" "+strings.Join(tt.args, " "), func(t *testing.T) {
 				cmd, a := applyCommand(cli.New())
 				if verb == "upgrade" {

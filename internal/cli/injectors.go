@@ -28,11 +28,7 @@ refuses a definition whose file changed after it was locked.`,
 		Use:   "lock",
 		Short: "Record the digest of every version that is not locked yet",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			lib, err := inject.LoadLibrary(dir)
-			if err != nil {
-				return err
-			}
+		RunE: withLibrary(&dir, func(cmd *cobra.Command, lib *inject.Library) error {
 			added, err := lib.Lock()
 			if err != nil {
 				return err
@@ -44,31 +40,23 @@ refuses a definition whose file changed after it was locked.`,
 				fmt.Fprintln(cmd.OutOrStdout(), "every version was already locked")
 			}
 			return nil
-		},
+		}),
 	}, &cobra.Command{
 		Use:   "verify",
 		Short: "Fail unless every version is locked and unchanged (for CI)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			lib, err := inject.LoadLibrary(dir)
-			if err != nil {
-				return err
-			}
+		RunE: withLibrary(&dir, func(cmd *cobra.Command, lib *inject.Library) error {
 			if err := lib.Verify(); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: every injector version is locked and unchanged\n", dir)
 			return nil
-		},
+		}),
 	}, &cobra.Command{
 		Use:   "list",
 		Short: "List the injectors and versions in the library",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			lib, err := inject.LoadLibrary(dir)
-			if err != nil {
-				return err
-			}
+		RunE: withLibrary(&dir, func(cmd *cobra.Command, lib *inject.Library) error {
 			w := cmd.OutOrStdout()
 			for _, name := range lib.Names() {
 				for _, d := range lib.Versions(name) {
@@ -80,7 +68,19 @@ refuses a definition whose file changed after it was locked.`,
 				}
 			}
 			return nil
-		},
+		}),
 	})
 	return cmd
+}
+
+// withLibrary runs an injectors subcommand on the library in *dir, read
+// when the command runs (after its flags are parsed).
+func withLibrary(dir *string, run func(*cobra.Command, *inject.Library) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		lib, err := inject.LoadLibrary(*dir)
+		if err != nil {
+			return err
+		}
+		return run(cmd, lib)
+	}
 }
