@@ -73,6 +73,9 @@ type Choice struct {
 	// ChartChanged says whether the manifests before injection differ from
 	// the deployed revision's (for with-chart).
 	ChartChanged bool
+	// Pins, when not nil, fix every built-in injector's version (an Argo
+	// CD application's pins file); the other fields are not read.
+	Pins Pins
 }
 
 // Resolve returns the pipeline that runs for a release: the declared
@@ -99,6 +102,13 @@ func (d *Declared) Resolve(c Choice) (*Pipeline, error) {
 // resolve picks the definition the choice asks for and binds the
 // parameters to it.
 func (r *TemplateRef) resolve(c Choice) (*TemplateInjector, error) {
+	if c.Pins != nil {
+		def, err := r.pinned(c.Pins)
+		if err != nil {
+			return nil, err
+		}
+		return NewTemplateInjector(def, r.Params)
+	}
 	def, err := r.Library.Resolve(r.Injector, r.Constraint)
 	if err != nil {
 		return nil, err

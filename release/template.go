@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -31,6 +32,9 @@ type Template struct {
 	// Validate also builds the result against the cluster's API, as an
 	// install would (--validate); it needs Cluster.
 	Validate bool
+	// Pins, when not nil, fix the version of every built-in injector
+	// (--injector-pins, Argo CD's generate); one without a pin is an error.
+	Pins inject.Pins
 }
 
 // Run renders src as release name with the user's values.
@@ -50,7 +54,11 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 			return nil, err
 		}
 	}
-	tc, r, _, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, nil, t.InjectDir)
+	var choose Chooser
+	if t.Pins != nil {
+		choose = func(string) (inject.Choice, error) { return inject.Choice{Pins: t.Pins}, nil }
+	}
+	tc, r, _, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, choose, t.InjectDir)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v3/pkg/cli"
 
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -32,6 +33,7 @@ type templateFlags struct {
 	outputDir   string
 	useName     bool
 	dryRunMode  string
+	pinsFile    string
 }
 
 func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -71,6 +73,11 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args
 	}
 	t.Namespace = settings.Namespace()
 	t.Injectors = p
+	if tf.pinsFile != "" {
+		if t.Pins, err = inject.ReadPins(tf.pinsFile); err != nil {
+			return fmt.Errorf("release %q: %w", args[0], err)
+		}
+	}
 	r, err := t.Run(cmd.Context(), args[0], src, vals)
 	if err != nil {
 		return err
@@ -103,6 +110,7 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&tf.outputDir, "output-dir", "", "write the manifests to files in this folder instead of stdout")
 	f.BoolVar(&tf.useName, "release-name", false, "with --output-dir, write into a folder named after the release")
 	f.BoolVar(&t.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
+	f.StringVar(&tf.pinsFile, "injector-pins", "", "inject exactly the built-in injector versions this pins file names (helm-inject-pins.yaml, written by \"helm-inject argocd pin\"); a built-in injector without a pin is an error")
 	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
 	f.BoolVar(&t.Validate, "validate", false, "render with the cluster's capabilities and live lookups, and validate the result against the cluster's API, as an install would")
 	addDryRun(f, &tf.dryRunMode, "--dry-run=server renders with the cluster's capabilities and live lookups, as helm template does; client and none render offline")
