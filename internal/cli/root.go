@@ -76,6 +76,7 @@ func newRootCommandWith(settings *cli.EnvSettings, stdin io.Reader, stdout, stde
 		newInjectorsCommand(),
 		newHelmfileCommand(),
 		newPostRenderCommand(),
+		newArgocdCommand(),
 		newVersionCommand(),
 	)
 	return root

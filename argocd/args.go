@@ -1,0 +1,218 @@
+package argocd
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/helm-inject/helm-inject/inject"
+)
+
+// The plugin sidecar's own settings. An Application sets only ARGOCD_ENV_*
+// variables, so these stay the operator's.
+const (
+	// EnvAllowedCommands lists, comma separated, the programs external
+	// injectors may run (the first word of the command, as written: a
+	// name looked up on the sidecar's PATH, or an absolute path). Unset
+	// or empty: no external injector runs.
+	EnvAllowedCommands = "HELM_INJECT_ALLOWED_COMMANDS"
+	// EnvLibrary is the plugin's injector library, for applications that
+	// do not name one in the repository.
+	EnvLibrary = "HELM_INJECT_INJECTOR_LIBRARY"
+)
+
+// Policy is what the plugin's operator allows.
+type Policy struct {
+	AllowedCommands []string
+	Library         string
+}
+
+// ReadPolicy reads the sidecar's settings.
+func ReadPolicy(getenv func(string) string) Policy {
+	p := Policy{Library: getenv(EnvLibrary)}
+	for _, c := range strings.Split(getenv(EnvAllowedCommands), ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			p.AllowedCommands = append(p.AllowedCommands, c)
+		}
+	}
+	return p
+}
+
+// TemplateArgs checks r against the policy and returns the arguments of
+// `helm-inject template` that render it in appDir, the application's
+// folder. inlineValues is the file the caller wrote the "values"
+// parameter to ("" when there is none). Nothing outside the repository
+// is read: the chart, values files and a library named by the
+// application must be inside it, and a built-in injector needs the app's
+// pins file.
+func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) ([]string, error) {
+	fail := func(err error) ([]string, error) { return nil, fmt.Errorf("application %s: %w", r.Release, err) }
+	root, err := repoRoot(appDir, r.SourcePath)
+	if err != nil {
+		return fail(err)
+	}
+	p := r.Params
+	chart := p.Chart
+	if chart == "" {
+		chart = "."
+	}
+	if err := inRepo(root, appDir, "chart", chart); err != nil {
+		return fail(err)
+	}
+	args := []string{"template", r.Release, chart, "--include-crds"}
+	if r.Namespace != "" {
+		args = append(args, "--namespace", r.Namespace)
+	}
+	if r.KubeVersion != "" {
+		args = append(args, "--kube-version", r.KubeVersion)
+	}
+	for _, v := range r.APIVersions {
+		args = append(args, "--api-versions", v)
+	}
+	for _, f := range p.ValuesFiles {
+		if err := inRepo(root, appDir, "values file", f); err != nil {
+			return fail(err)
+		}
+		args = append(args, "--values", f)
+	}
+	if inlineValues != "" {
+		args = append(args, "--values", inlineValues)
+	}
+	args = appendSet(args, "--set", p.Set)
+	args = appendSet(args, "--set-string", p.SetString)
+	for _, spec := range p.Injector {
+		if err := pol.allow(spec, inject.ParseSpec); err != nil {
+			return fail(err)
+		}
+		args = append(args, "--injector", spec)
+	}
+	for _, line := range p.Inject {
+		if err := pol.allow(line, inject.ParseCommand); err != nil {
+			return fail(err)
+		}
+		args = append(args, "--inject", line)
+	}
+	if len(p.With) > 0 {
+		builtins, err := r.builtinArgs(root, appDir, pol)
+		if err != nil {
+			return fail(err)
+		}
+		args = append(args, builtins...)
+	}
+	if p.SkipInjectHooks {
+		args = append(args, "--skip-inject-hooks")
+	}
+	if p.SkipInjectTests {
+		args = append(args, "--skip-inject-tests")
+	}
+	if p.SkipTests {
+		args = append(args, "--skip-tests")
+	}
+	return args, nil
+}
+
+// builtinArgs are the flags of the built-in injectors: the library, the
+// injectors with their parameters, and the app's pins.
+func (r *Request) builtinArgs(root, appDir string, pol Policy) ([]string, error) {
+	p := r.Params
+	lib := p.InjectorLibrary
+	if lib != "" {
+		if err := inRepo(root, appDir, "injector library", lib); err != nil {
+			return nil, err
+		}
+	} else if lib = pol.Library; lib == "" {
+		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or set %s on the plugin's sidecar", strings.Join(p.With, ", "), ParamInjectorLibrary, EnvLibrary)
+	}
+	pins := filepath.Join(appDir, inject.PinsFileName)
+	if _, err := os.Stat(pins); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("built-in injectors %s have no %s in %s: run \"helm-inject argocd pin --injector-library LIB --with %s %s\" and commit the file",
+			strings.Join(p.With, ", "), inject.PinsFileName, r.SourcePathOr("the application's folder"), strings.Join(p.With, " --with "), r.SourcePathOr("DIR"))
+	}
+	args := []string{"--injector-library", lib}
+	for _, w := range p.With {
+		args = append(args, "--with", w)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.WithSet)) {
+		args = append(args, "--with-set", k+"="+p.WithSet[k])
+	}
+	return append(args, "--injector-pins", pins), nil
+}
+
+// SourcePathOr is the application's folder in the repository, or def when
+// Argo CD did not say.
+func (r *Request) SourcePathOr(def string) string {
+	if r.SourcePath == "" || r.SourcePath == "." {
+		return def
+	}
+	return r.SourcePath
+}
+
+// allow refuses an external injector whose program the operator did not
+// list.
+func (pol Policy) allow(spec string, parse func(string) (*inject.Command, error)) error {
+	c, err := parse(spec)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(pol.AllowedCommands, c.Argv[0]) {
+		allowed := "none"
+		if len(pol.AllowedCommands) > 0 {
+			allowed = strings.Join(pol.AllowedCommands, ", ")
+		}
+		return fmt.Errorf("injector %q runs %q, which this plugin does not allow (allowed: %s; the operator lists programs in %s on the plugin's sidecar)", c.Spec, c.Argv[0], allowed, EnvAllowedCommands)
+	}
+	return nil
+}
+
+// appendSet adds key=value flags in key order, escaping commas in values
+// as Argo CD's own Helm support does (helm splits --set on commas).
+func appendSet(args []string, flag string, m map[string]string) []string {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		args = append(args, flag, k+"="+strings.ReplaceAll(m[k], ",", `\,`))
+	}
+	return args
+}
+
+// repoRoot is the root of the repository copy: appDir without the
+// application's source path.
+func repoRoot(appDir, sourcePath string) (string, error) {
+	abs, err := filepath.Abs(appDir)
+	if err != nil {
+		return "", err
+	}
+	sp := filepath.Clean(filepath.FromSlash(sourcePath))
+	if sourcePath == "" || sp == "." {
+		return abs, nil
+	}
+	if filepath.IsAbs(sp) || !strings.HasSuffix(abs, string(filepath.Separator)+sp) {
+		return "", fmt.Errorf("the application's folder %s does not end with its source path %s (%s)", abs, sourcePath, EnvSourcePath)
+	}
+	return strings.TrimSuffix(abs, string(filepath.Separator)+sp), nil
+}
+
+// inRepo refuses a path that is not a relative path inside the repository
+// once symbolic links are followed: a plugin must not read the
+// repo-server's files.
+func inRepo(root, appDir, what, path string) error {
+	if strings.Contains(path, "://") || filepath.IsAbs(path) {
+		return fmt.Errorf("%s %q: give a path relative to the application's folder, inside the repository", what, path)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(appDir, path))
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", what, path, err)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("the repository %s: %w", root, err)
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s %q is outside the repository", what, path)
+	}
+	return nil
+}

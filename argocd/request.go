@@ -1,0 +1,297 @@
+// Package argocd runs helm-inject as an Argo CD Config Management Plugin.
+// The repo-server runs the plugin's commands in the application's folder of
+// a copy of the Git repository, with no cluster access, and says what it
+// wants through the environment: the application's name and destination
+// namespace, the cluster's Kubernetes and API versions, and the
+// Application's plugin parameters. This package reads that environment
+// into a Request, checks it against the operator's policy, and turns it
+// into the arguments of `helm-inject template`, so that what Argo CD
+// applies is exactly what template prints for the same inputs.
+package argocd
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The variables the repo-server sets for a plugin (Argo CD's
+// reposerver/repository: newEnv and getPluginEnvs).
+const (
+	EnvAppName     = "ARGOCD_APP_NAME"
+	EnvAppNS       = "ARGOCD_APP_NAMESPACE"
+	EnvSourcePath  = "ARGOCD_APP_SOURCE_PATH"
+	EnvKubeVersion = "KUBE_VERSION"
+	EnvAPIVersions = "KUBE_API_VERSIONS"
+	EnvParameters  = "ARGOCD_APP_PARAMETERS"
+	// EnvPrefix starts the names of an Application's plugin env entries.
+	EnvPrefix = "ARGOCD_ENV_"
+)
+
+// The plugin parameters, named as helm-inject's flags.
+const (
+	ParamChart           = "chart"
+	ParamValuesFiles     = "values-files"
+	ParamValues          = "values"
+	ParamSet             = "set"
+	ParamSetString       = "set-string"
+	ParamInjector        = "injector"
+	ParamInject          = "inject"
+	ParamWith            = "with"
+	ParamWithSet         = "with-set"
+	ParamInjectorLibrary = "injector-library"
+	ParamSkipInjectHooks = "skip-inject-hooks"
+	ParamSkipInjectTests = "skip-inject-tests"
+	ParamSkipTests       = "skip-tests"
+)
+
+// kind says how a parameter is given.
+type kind int
+
+const (
+	kindString kind = iota
+	kindBool
+	kindArray
+	kindMap
+)
+
+type paramDef struct {
+	name, title, tooltip string
+	kind                 kind
+}
+
+// parameters lists every parameter, its kind and what it means; the
+// announcement and docs/argocd.md are made from it.
+var parameters = []paramDef{
+	{ParamChart, "Chart", "the chart: a folder or .tgz in the repository, relative to the application's folder (default: the folder itself)", kindString},
+	{ParamValuesFiles, "Values files", "values files in the repository, relative to the application's folder, in order (helm's --values)", kindArray},
+	{ParamValues, "Values", "inline values, YAML, applied after the values files", kindString},
+	{ParamSet, "Set", "values set by path, as helm's --set key=value", kindMap},
+	{ParamSetString, "Set string", "string values set by path, as helm's --set-string key=value", kindMap},
+	{ParamInjector, "Injectors (helm-x form)", `injectors in helm-x form, e.g. "linkerd inject,--manual,FILE", in order (--injector)`, kindArray},
+	{ParamInject, "Injector commands", `injector command lines, e.g. "my-injector --label 'a b' FILE", in order (--inject)`, kindArray},
+	{ParamWith, "Built-in injectors", "built-in injectors from the library, NAME@CONSTRAINT, e.g. log-shipper@^1, at the version helm-inject-pins.yaml pins (--with)", kindArray},
+	{ParamWithSet, "Built-in injector parameters", "NAME.PARAM: VALUE, e.g. log-shipper.destination: logs:24224 (--with-set)", kindMap},
+	{ParamInjectorLibrary, "Injector library", "a library folder in the repository, relative to the application's folder (default: the plugin's library, $HELM_INJECT_INJECTOR_LIBRARY)", kindString},
+	{ParamSkipInjectHooks, "Skip hooks", "true: do not give hooks to the injectors (--skip-inject-hooks)", kindBool},
+	{ParamSkipInjectTests, "Skip test hooks", "true: do not give helm test hooks to the injectors (--skip-inject-tests)", kindBool},
+	{ParamSkipTests, "Leave out tests", "true: leave helm test hooks out of the output (helm template's --skip-tests)", kindBool},
+}
+
+// Params are an Application's plugin parameters.
+type Params struct {
+	Chart           string
+	ValuesFiles     []string
+	Values          string
+	Set             map[string]string
+	SetString       map[string]string
+	Injector        []string
+	Inject          []string
+	With            []string
+	WithSet         map[string]string
+	InjectorLibrary string
+	SkipInjectHooks bool
+	SkipInjectTests bool
+	SkipTests       bool
+}
+
+// Request is what the repo-server asks generate for.
+type Request struct {
+	// Release is the application's name without the "<namespace>_"
+	// prefix Argo CD gives applications outside its own namespace, as its
+	// Helm support names the release.
+	Release string
+	// Namespace is the application's destination namespace.
+	Namespace string
+	// SourcePath is the application's folder in the repository.
+	SourcePath  string
+	KubeVersion string
+	APIVersions []string
+	Params      Params
+}
+
+// parameter is one entry of ARGOCD_APP_PARAMETERS, as Argo CD marshals
+// ApplicationSourcePluginParameter.
+type parameter struct {
+	Name   string            `json:"name"`
+	String *string           `json:"string,omitempty"`
+	Array  []string          `json:"array,omitempty"`
+	Map    map[string]string `json:"map,omitempty"`
+}
+
+// ReadRequest reads the environment the repo-server gives a plugin
+// (environ as os.Environ). Parameters come from ARGOCD_APP_PARAMETERS; an
+// Application's plugin env entries (ARGOCD_ENV_NAME) give the string and
+// list parameters too (lists one item a line, maps only as parameters),
+// and a parameter wins over an env entry. The PARAM_* variables carry the
+// same values as ARGOCD_APP_PARAMETERS with map keys upper-cased, so they
+// are not read.
+func ReadRequest(environ []string) (*Request, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	name := env[EnvAppName]
+	if name == "" {
+		return nil, fmt.Errorf("%s is not set: helm-inject argocd generate runs as an Argo CD plugin (set it to the release name to run it by hand)", EnvAppName)
+	}
+	if _, after, ok := strings.Cut(name, "_"); ok {
+		name = after
+	}
+	r := &Request{
+		Release:     name,
+		Namespace:   env[EnvAppNS],
+		SourcePath:  env[EnvSourcePath],
+		KubeVersion: strings.TrimSpace(env[EnvKubeVersion]),
+	}
+	for _, v := range strings.Split(env[EnvAPIVersions], ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			r.APIVersions = append(r.APIVersions, v)
+		}
+	}
+	given := map[string]parameter{}
+	if s := env[EnvParameters]; s != "" {
+		var ps []parameter
+		if err := json.Unmarshal([]byte(s), &ps); err != nil {
+			return nil, fmt.Errorf("application %s: reading %s: %w", name, EnvParameters, err)
+		}
+		for _, p := range ps {
+			given[p.Name] = p
+		}
+	}
+	for _, def := range parameters {
+		if _, ok := given[def.name]; ok || def.kind == kindMap {
+			continue
+		}
+		v, ok := env[EnvPrefix+escaped(def.name)]
+		if !ok {
+			continue
+		}
+		p := parameter{Name: def.name}
+		if def.kind == kindArray {
+			for _, line := range strings.Split(v, "\n") {
+				if line = strings.TrimSpace(line); line != "" {
+					p.Array = append(p.Array, line)
+				}
+			}
+		} else {
+			p.String = &v
+		}
+		given[def.name] = p
+	}
+	if err := r.Params.set(given); err != nil {
+		return nil, fmt.Errorf("application %s: %w", name, err)
+	}
+	return r, nil
+}
+
+// set fills the parameters from what the Application gives, refusing a
+// parameter helm-inject does not have or one of the wrong kind.
+func (p *Params) set(given map[string]parameter) error {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		g := given[name]
+		i := slices.IndexFunc(parameters, func(d paramDef) bool { return d.name == name })
+		if i < 0 {
+			return fmt.Errorf("unknown plugin parameter %q (helm-inject has: %s)", name, strings.Join(parameterNames(), ", "))
+		}
+		want := parameters[i].kind
+		var err error
+		switch want {
+		case kindString, kindBool:
+			if g.String == nil {
+				return fmt.Errorf("plugin parameter %q is a string", name)
+			}
+			err = p.setString(name, *g.String)
+		case kindArray:
+			if g.String != nil || g.Map != nil {
+				return fmt.Errorf("plugin parameter %q is an array", name)
+			}
+			p.setArray(name, g.Array)
+		case kindMap:
+			if g.String != nil || g.Array != nil {
+				return fmt.Errorf("plugin parameter %q is a map", name)
+			}
+			p.setMap(name, g.Map)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Params) setString(name, v string) error {
+	switch name {
+	case ParamChart:
+		p.Chart = v
+	case ParamValues:
+		p.Values = v
+	case ParamInjectorLibrary:
+		p.InjectorLibrary = v
+	default:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("plugin parameter %q: want true or false, got %q", name, v)
+		}
+		switch name {
+		case ParamSkipInjectHooks:
+			p.SkipInjectHooks = b
+		case ParamSkipInjectTests:
+			p.SkipInjectTests = b
+		case ParamSkipTests:
+			p.SkipTests = b
+		}
+	}
+	return nil
+}
+
+func (p *Params) setArray(name string, v []string) {
+	switch name {
+	case ParamValuesFiles:
+		p.ValuesFiles = v
+	case ParamInjector:
+		p.Injector = v
+	case ParamInject:
+		p.Inject = v
+	case ParamWith:
+		p.With = v
+	}
+}
+
+func (p *Params) setMap(name string, v map[string]string) {
+	switch name {
+	case ParamSet:
+		p.Set = v
+	case ParamSetString:
+		p.SetString = v
+	case ParamWithSet:
+		p.WithSet = v
+	}
+}
+
+func parameterNames() []string {
+	names := make([]string, len(parameters))
+	for i, p := range parameters {
+		names[i] = p.name
+	}
+	return names
+}
+
+// escaped is Argo CD's name of a parameter's or env entry's variable:
+// upper case, anything but A-Z, 0-9 and _ as _.
+func escaped(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			return r
+		}
+		return '_'
+	}, name)
+}

@@ -1,0 +1,154 @@
+package argocd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestReadRequest(t *testing.T) {
+	base := []string{"ARGOCD_APP_NAMESPACE=shop", "KUBE_VERSION=1.31.4", "KUBE_API_VERSIONS=v1,apps/v1/Deployment", "ARGOCD_APP_SOURCE_PATH=apps/web"}
+	tests := []struct {
+		name    string
+		env     []string
+		want    Request
+		wantErr string
+	}{
+		{
+			name: "an application in Argo CD's namespace",
+			env:  []string{"ARGOCD_APP_NAME=web"},
+			want: Request{Release: "web"},
+		},
+		{
+			name: "an application in another namespace loses the prefix",
+			env:  []string{"ARGOCD_APP_NAME=team-a_web"},
+			want: Request{Release: "web"},
+		},
+		{
+			name: "parameters of each kind",
+			env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"chart","string":"chart"},{"name":"values-files","array":["a.yaml","b.yaml"]},{"name":"set","map":{"image.tag":"v2"}},{"name":"skip-inject-hooks","string":"true"},{"name":"with","array":["log-shipper@^1"]}]`,
+				// PARAM_* carry the same; they are not read.
+				"PARAM_SET_IMAGE_TAG=ignored"},
+			want: Request{Release: "web", Params: Params{Chart: "chart", ValuesFiles: []string{"a.yaml", "b.yaml"}, Set: map[string]string{"image.tag": "v2"}, SkipInjectHooks: true, With: []string{"log-shipper@^1"}}},
+		},
+		{
+			name: "env entries, one list item a line; a parameter wins",
+			env: []string{"ARGOCD_APP_NAME=web", "ARGOCD_ENV_VALUES_FILES=a.yaml\n\nb.yaml\n", "ARGOCD_ENV_CHART=from-env", "ARGOCD_ENV_SKIP_TESTS=true",
+				`ARGOCD_APP_PARAMETERS=[{"name":"chart","string":"from-param"}]`},
+			want: Request{Release: "web", Params: Params{Chart: "from-param", ValuesFiles: []string{"a.yaml", "b.yaml"}, SkipTests: true}},
+		},
+		{name: "no application name", env: nil, wantErr: "ARGOCD_APP_NAME is not set"},
+		{name: "unknown parameter", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["a"]}]`}, wantErr: `application web: unknown plugin parameter "valueFiles"`},
+		{name: "wrong kind", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"with","string":"x"}]`}, wantErr: `plugin parameter "with" is an array`},
+		{name: "not a boolean", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"skip-tests","string":"yes please"}]`}, wantErr: `"skip-tests": want true or false`},
+		{name: "broken JSON", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{`}, wantErr: "application web: reading ARGOCD_APP_PARAMETERS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadRequest(append(append([]string{}, base...), tt.env...))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			want.Namespace, want.KubeVersion, want.SourcePath = "shop", "1.31.4", "apps/web"
+			want.APIVersions = []string{"v1", "apps/v1/Deployment"}
+			if diff := cmp.Diff(want, *got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTemplateArgs(t *testing.T) {
+	repo := t.TempDir()
+	app := filepath.Join(repo, "apps", "web")
+	for _, d := range []string{app, filepath.Join(repo, "envs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(repo, "envs", "prod.yaml"), filepath.Join(app, "helm-inject-pins.yaml")} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(outside, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(app, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	allow := Policy{AllowedCommands: []string{"linkerd"}, Library: "/plugin/injectors"}
+	req := func(p Params) *Request {
+		return &Request{Release: "web", Namespace: "shop", SourcePath: "apps/web", KubeVersion: "1.31.4", APIVersions: []string{"apps/v1"}, Params: p}
+	}
+	tests := []struct {
+		name    string
+		params  Params
+		policy  Policy
+		want    []string
+		wantErr string
+	}{
+		{
+			name:   "everything",
+			params: Params{ValuesFiles: []string{"../../envs/prod.yaml"}, Set: map[string]string{"b": "1,2", "a": "x"}, Injector: []string{"linkerd inject,--manual,FILE"}, With: []string{"log-shipper@^1"}, WithSet: map[string]string{"log-shipper.destination": "logs:24224"}, SkipInjectTests: true},
+			policy: allow,
+			want: []string{"template", "web", ".", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", "../../envs/prod.yaml", "--values", "/tmp/inline.yaml", "--set", "a=x", "--set", `b=1\,2`,
+				"--injector", "linkerd inject,--manual,FILE",
+				"--injector-library", "/plugin/injectors", "--with", "log-shipper@^1", "--with-set", "log-shipper.destination=logs:24224", "--injector-pins", filepath.Join(app, "helm-inject-pins.yaml"),
+				"--skip-inject-tests"},
+		},
+		{name: "a program not allowed", params: Params{Inject: []string{"linkerd2 inject FILE"}}, policy: allow, wantErr: `application web: injector "linkerd2 inject FILE" runs "linkerd2", which this plugin does not allow (allowed: linkerd; the operator lists programs in HELM_INJECT_ALLOWED_COMMANDS`},
+		{name: "no program allowed", params: Params{Inject: []string{"linkerd inject FILE"}}, wantErr: "(allowed: none;"},
+		{name: "a path out of the repository", params: Params{ValuesFiles: []string{"../../../x.yaml"}}, wantErr: "values file \"../../../x.yaml\""},
+		{name: "a link out of the repository", params: Params{ValuesFiles: []string{"link.yaml"}}, wantErr: `values file "link.yaml" is outside the repository`},
+		{name: "a remote chart", params: Params{Chart: "oci://registry.example/charts/web"}, wantErr: "chart \"oci://registry.example/charts/web\": give a path relative"},
+		{name: "built-ins without a library", params: Params{With: []string{"log-shipper"}}, wantErr: "built-in injectors log-shipper need a library"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := req(tt.params).TemplateArgs(app, tt.policy, map[bool]string{true: "/tmp/inline.yaml"}[tt.want != nil])
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+
+	// A built-in injector needs the app's pins.
+	if err := os.Remove(filepath.Join(app, "helm-inject-pins.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := req(Params{With: []string{"log-shipper@^1"}}).TemplateArgs(app, allow, "")
+	if err == nil || !strings.Contains(err.Error(), `have no helm-inject-pins.yaml in apps/web: run "helm-inject argocd pin --injector-library LIB --with log-shipper@^1 apps/web"`) {
+		t.Errorf("no pins: %v", err)
+	}
+}
+
+func TestReadPolicy(t *testing.T) {
+	env := map[string]string{EnvAllowedCommands: " linkerd, istioctl ,,", EnvLibrary: "/lib"}
+	got := ReadPolicy(func(k string) string { return env[k] })
+	if diff := cmp.Diff(Policy{AllowedCommands: []string{"linkerd", "istioctl"}, Library: "/lib"}, got); diff != "" {
+		t.Error(diff)
+	}
+}

@@ -1,0 +1,407 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
+)
+
+// Argo CD runs a plugin's commands in the application's folder of a copy of
+// the repository, which it unpacks with 0644 files and 0755 folders, with
+// the repo-server's environment. These tests do the same with the shipped
+// deploy/argocd/plugin.yaml; e2e-argocd/ runs the same through Argo CD's own
+// cmp-server and repo-server code.
+
+// argoRepo is a Git repository as Argo CD hands it to a plugin: two
+// applications of the webapp chart, a values file outside them, and an
+// injector library.
+func argoRepo(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	repo := filepath.Join(t.TempDir(), "repo")
+	for src, dst := range map[string]string{
+		"fixtures/charts/webapp":     "apps/web",
+		"fixtures/injectors/library": "injectors",
+	} {
+		copyArgoModes(t, filepath.Join(root, src), filepath.Join(repo, dst))
+	}
+	copyArgoModes(t, filepath.Join(root, "fixtures/charts/webapp"), filepath.Join(repo, "apps/shop"))
+	testfs.Write(t, filepath.Join(repo, "apps", "only-tests"), map[string]string{
+		"Chart.yaml":              "apiVersion: v2\nname: only-tests\nversion: 0.1.0\n",
+		"templates/test-pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: check\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers:\n    - name: c\n      image: busybox\n",
+	})
+	if err := os.MkdirAll(filepath.Join(repo, "envs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "envs", "prod.yaml"), []byte("replicas: 3\ngreeting: from-prod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// copyArgoModes copies a tree with the modes Argo CD's repo stream gives.
+func copyArgoModes(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pluginSpec is the part of plugin.yaml the repo-server and cmp-server
+// read.
+type pluginSpec struct {
+	Kind string `yaml:"kind"`
+	Spec struct {
+		Discover struct {
+			FileName string `yaml:"fileName"`
+		} `yaml:"discover"`
+		Generate struct {
+			Command []string `yaml:"command"`
+		} `yaml:"generate"`
+		Parameters struct {
+			Static []struct {
+				Name string `yaml:"name"`
+			} `yaml:"static"`
+			Dynamic struct {
+				Command []string `yaml:"command"`
+			} `yaml:"dynamic"`
+		} `yaml:"parameters"`
+	} `yaml:"spec"`
+}
+
+func shippedPlugin(t *testing.T) pluginSpec {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "argocd", "plugin.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p pluginSpec
+	if err := yaml.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "ConfigManagementPlugin" || len(p.Spec.Generate.Command) == 0 {
+		t.Fatalf("plugin.yaml is not a ConfigManagementPlugin with a generate command:\n%s", b)
+	}
+	return p
+}
+
+// argoParam is one Application plugin parameter, as Argo CD marshals it.
+type argoParam struct {
+	Name   string            `json:"name"`
+	String *string           `json:"string,omitempty"`
+	Array  []string          `json:"array,omitempty"`
+	Map    map[string]string `json:"map,omitempty"`
+}
+
+func str(s string) *string { return &s }
+
+// argoEnv is the environment the repo-server gives the plugin for an
+// application (Argo CD's newEnv, getPluginEnvs and
+// ApplicationSourcePluginParameters.Environ), after the sidecar's own.
+func argoEnv(t *testing.T, app, sourcePath string, params []argoParam, env map[string]string) []string {
+	t.Helper()
+	js, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{
+		"ARGOCD_APP_NAME=argocd_" + app, // an application outside Argo CD's namespace
+		"ARGOCD_APP_NAMESPACE=shop",
+		"ARGOCD_APP_PROJECT_NAME=default",
+		"ARGOCD_APP_REVISION=0123456789abcdef0123456789abcdef01234567",
+		"ARGOCD_APP_REVISION_SHORT=0123456",
+		"ARGOCD_APP_REVISION_SHORT_8=01234567",
+		"ARGOCD_APP_SOURCE_REPO_URL=https://git.example/fleet.git",
+		"ARGOCD_APP_SOURCE_PATH=" + sourcePath,
+		"ARGOCD_APP_SOURCE_TARGET_REVISION=main",
+		"KUBE_VERSION=1.31.4",
+		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1,monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor",
+		"ARGOCD_APP_PARAMETERS=" + string(js),
+		// What the sidecar's operator set.
+		"HELM_INJECT_ALLOWED_COMMANDS=sidecar-injector",
+	}
+	escape := regexp.MustCompile("[^A-Z0-9_]")
+	for _, p := range params {
+		base := "PARAM_" + escape.ReplaceAllString(strings.ToUpper(p.Name), "_")
+		if p.String != nil {
+			out = append(out, base+"="+*p.String)
+		}
+		for k, v := range p.Map {
+			out = append(out, base+"_"+escape.ReplaceAllString(strings.ToUpper(k), "_")+"="+v)
+		}
+		for i, v := range p.Array {
+			out = append(out, fmt.Sprintf("%s_%d=%s", base, i, v))
+		}
+	}
+	for k, v := range env {
+		out = append(out, "ARGOCD_ENV_"+k+"="+v)
+	}
+	return out
+}
+
+// runPluginCommand runs one of plugin.yaml's commands as the cmp-server
+// does: argv as given, no shell, in the application's folder.
+func runPluginCommand(t *testing.T, argv []string, dir string, env []string) result {
+	t.Helper()
+	bin := argv[0]
+	if bin == "helm-inject" {
+		bin = filepath.Join(binDir, "helm-inject")
+	}
+	return command{dir: dir, env: env}.run(t, bin, argv[1:]...)
+}
+
+// webParams are the parameters of the "web" application.
+func webParams() []argoParam {
+	return []argoParam{
+		{Name: "values-files", Array: []string{"../../envs/prod.yaml"}},
+		{Name: "values", String: str("image: registry.example/webapp:2.8.0\n")},
+		{Name: "set", Map: map[string]string{"greeting": "a,b"}},
+		{Name: "inject", Array: []string{"sidecar-injector --name mesh-proxy FILE"}},
+		{Name: "with", Array: []string{"sidecar@^1"}},
+		{Name: "with-set", Map: map[string]string{"sidecar.image": "registry.example/sidecar:1.0.1"}},
+		{Name: "injector-library", String: str("../../injectors")},
+	}
+}
+
+func pinApp(t *testing.T, repo, app string, extra ...string) {
+	t.Helper()
+	args := append([]string{"argocd", "pin", "--injector-library", filepath.Join(repo, "injectors"), "--with", "sidecar@^1"}, extra...)
+	mustHelmInject(t, append(args, filepath.Join(repo, "apps", app))...)
+}
+
+// TestArgoCDGenerate: the shipped plugin's generate, run as Argo CD runs it,
+// prints exactly what helm-inject template prints for the same inputs, with
+// both injectors, the hooks, the CRDs once and the cluster's versions; a
+// broken or forbidden injector prints nothing and fails.
+func TestArgoCDGenerate(t *testing.T) {
+	plugin := shippedPlugin(t)
+	repo := argoRepo(t)
+	app := filepath.Join(repo, "apps", "web")
+	pinApp(t, repo, "web")
+
+	// Discovery: Argo CD globs discover.fileName in the app's folder.
+	if m, _ := filepath.Glob(filepath.Join(app, plugin.Spec.Discover.FileName)); len(m) != 1 {
+		t.Fatalf("discover.fileName %q matches %v in a pinned application's folder", plugin.Spec.Discover.FileName, m)
+	}
+	if m, _ := filepath.Glob(filepath.Join(repo, "envs", plugin.Spec.Discover.FileName)); len(m) != 0 {
+		t.Fatalf("discover.fileName %q matches a folder that is no application", plugin.Spec.Discover.FileName)
+	}
+
+	gen := runPluginCommand(t, plugin.Spec.Generate.Command, app, argoEnv(t, "web", "apps/web", webParams(), nil))
+	if gen.code != 0 {
+		t.Fatalf("generate failed:\n%s", gen)
+	}
+	inline := filepath.Join(t.TempDir(), "inline.yaml")
+	if err := os.WriteFile(inline, []byte("image: registry.example/webapp:2.8.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := command{dir: app}.mustRun(t, filepath.Join(binDir, "helm-inject"), "template", "web", ".",
+		"--namespace", "shop", "--include-crds", "--kube-version", "1.31.4",
+		"--api-versions", "v1,apps/v1,batch/v1,monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor",
+		"--values", "../../envs/prod.yaml", "--values", inline, "--set", `greeting=a\,b`,
+		"--inject", "sidecar-injector --name mesh-proxy FILE",
+		"--injector-library", "../../injectors", "--with", "sidecar@^1", "--with-set", "sidecar.image=registry.example/sidecar:1.0.1",
+		"--injector-pins", "helm-inject-pins.yaml")
+	if gen.stdout != tmpl.stdout {
+		t.Fatalf("generate and template differ\ngenerate:\n%s\ntemplate:\n%s", gen.stdout, tmpl.stdout)
+	}
+
+	ws := workloads(t, gen.stdout)
+	d, ok := ws["Deployment/web-web"]
+	if !ok {
+		t.Fatalf("no Deployment web-web (release name without Argo CD's namespace prefix):\n%s", gen.stdout)
+	}
+	if !contains(d.containers, "mesh-proxy") || !contains(d.containers, "sidecar") {
+		t.Errorf("Deployment containers %v: want both injectors' sidecars", d.containers)
+	}
+	if hook, ok := ws["Job/web-setup"]; !ok || !contains(hook.containers, "sidecar") {
+		t.Errorf("the pre-install hook Job is missing or not injected: %+v", hook)
+	}
+	for _, want := range []string{
+		`"helm.sh/hook": pre-install`,   // hooks keep their annotations
+		`kubeVersion: "v1.31.4"`,        // KUBE_VERSION reaches .Capabilities
+		"registry.example/webapp:2.8.0", // inline values over the values file
+		"replicas: 3",                   // the values file outside the app folder
+		"registry.example/sidecar:1.0.1",
+	} {
+		if !strings.Contains(gen.stdout, want) {
+			t.Errorf("generate output lacks %q", want)
+		}
+	}
+	if n := strings.Count(gen.stdout, "kind: CustomResourceDefinition"); n != 2 {
+		t.Errorf("%d CRDs in the output; want the chart's and its subchart's, once each", n)
+	}
+
+	for name, tc := range map[string]struct {
+		params  []argoParam
+		message string
+	}{
+		"broken injector": {
+			params:  []argoParam{{Name: "inject", Array: []string{"sidecar-injector --fail invalid-yaml FILE"}}},
+			message: "sidecar-injector --fail invalid-yaml FILE",
+		},
+		"forbidden program": {
+			params:  []argoParam{{Name: "inject", Array: []string{"sh -c 'cat FILE'"}}},
+			message: `runs "sh", which this plugin does not allow`,
+		},
+		"values file outside the repository": {
+			params:  []argoParam{{Name: "values-files", Array: []string{"/etc/passwd"}}},
+			message: `values file "/etc/passwd": give a path relative to the application's folder`,
+		},
+		"nothing to print": {
+			// A chart of test hooks only, with tests left out.
+			params:  []argoParam{{Name: "chart", String: str("../only-tests")}, {Name: "skip-tests", String: str("true")}},
+			message: "refusing to print nothing",
+		},
+		"unknown parameter": {
+			params:  []argoParam{{Name: "valuesFiles", Array: []string{"x.yaml"}}},
+			message: `unknown plugin parameter "valuesFiles"`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runPluginCommand(t, plugin.Spec.Generate.Command, app, argoEnv(t, "web", "apps/web", tc.params, nil))
+			if r.code == 0 || r.stdout != "" {
+				t.Fatalf("want a failure with nothing on stdout:\n%s", r)
+			}
+			if !strings.Contains(r.stderr, tc.message) || !strings.Contains(r.stderr, "web") {
+				t.Errorf("stderr does not name the application and say %q:\n%s", tc.message, r.stderr)
+			}
+		})
+	}
+}
+
+// TestArgoCDEnvAndParameters: the Application's plugin env entries give
+// the same inputs as parameters, and the dynamic parameters command
+// announces the chart's values.
+func TestArgoCDEnvAndParameters(t *testing.T) {
+	plugin := shippedPlugin(t)
+	repo := argoRepo(t)
+	app := filepath.Join(repo, "apps", "web")
+	byParams := runPluginCommand(t, plugin.Spec.Generate.Command, app, argoEnv(t, "web", "apps/web",
+		[]argoParam{{Name: "values-files", Array: []string{"../../envs/prod.yaml"}}, {Name: "inject", Array: []string{"sidecar-injector FILE"}}}, nil))
+	byEnv := runPluginCommand(t, plugin.Spec.Generate.Command, app, argoEnv(t, "web", "apps/web", nil,
+		map[string]string{"VALUES_FILES": "../../envs/prod.yaml", "INJECT": "sidecar-injector FILE"}))
+	if byParams.code != 0 || byEnv.code != 0 {
+		t.Fatalf("generate failed:\n%s\n%s", byParams, byEnv)
+	}
+	if byParams.stdout != byEnv.stdout || !strings.Contains(byEnv.stdout, "replicas: 3") {
+		t.Errorf("env entries and parameters give different output\nparameters:\n%s\nenv:\n%s", byParams.stdout, byEnv.stdout)
+	}
+
+	r := runPluginCommand(t, plugin.Spec.Parameters.Dynamic.Command, app, argoEnv(t, "web", "apps/web", nil, nil))
+	if r.code != 0 {
+		t.Fatalf("parameters failed:\n%s", r)
+	}
+	var ann []struct {
+		Name           string            `json:"name"`
+		CollectionType string            `json:"collectionType"`
+		Map            map[string]string `json:"map"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ann); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(ann) != 1 || ann[0].Name != "set" || ann[0].CollectionType != "map" || ann[0].Map["image"] != "registry.example/webapp:2.7.0" || ann[0].Map["cache.enabled"] != "true" {
+		t.Errorf("dynamic announcement: %+v", ann)
+	}
+	static := make([]string, 0, len(plugin.Spec.Parameters.Static))
+	for _, p := range plugin.Spec.Parameters.Static {
+		static = append(static, p.Name)
+	}
+	if slices.Contains(static, "set") || !slices.Contains(static, "with") {
+		t.Errorf("static parameters %v: want every parameter but set", static)
+	}
+}
+
+// TestArgoCDPinning: the library gaining a version changes no byte of any
+// application's output; `pin --update` moves exactly the applications it
+// names; an application without pins is refused, never given the newest.
+func TestArgoCDPinning(t *testing.T) {
+	plugin := shippedPlugin(t)
+	repo := argoRepo(t)
+	pinApp(t, repo, "web")
+	pinApp(t, repo, "shop")
+	generate := func(app string) result {
+		t.Helper()
+		params := []argoParam{{Name: "with", Array: []string{"sidecar@^1"}}, {Name: "injector-library", String: str("../../injectors")}}
+		r := runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", app), argoEnv(t, app, "apps/"+app, params, nil))
+		if r.code != 0 {
+			t.Fatalf("generate %s failed:\n%s", app, r)
+		}
+		return r
+	}
+	read := func(path string) string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := map[string]string{"web": generate("web").stdout, "shop": generate("shop").stdout}
+	shopPins := read(filepath.Join(repo, "apps", "shop", "helm-inject-pins.yaml"))
+
+	// The library gains sidecar 1.1.0 (another image), locked as a release.
+	lib := filepath.Join(repo, "injectors")
+	v100 := read(filepath.Join(lib, "sidecar", "1.0.0.yaml"))
+	v110 := strings.Replace(strings.Replace(v100, "version: 1.0.0", "version: 1.1.0", 1), "registry.example/sidecar:1.0", "registry.example/sidecar:1.1", 1)
+	if err := os.WriteFile(filepath.Join(lib, "sidecar", "1.1.0.yaml"), []byte(v110), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustHelmInject(t, "injectors", "lock", "--injector-library", lib)
+	for app, want := range before {
+		if got := generate(app).stdout; got != want {
+			t.Errorf("%s: the library gaining a version changed the generated output", app)
+		}
+	}
+
+	// Moving one application is a change of its own pins file only.
+	mustHelmInject(t, "argocd", "pin", "--update", "--injector-library", lib, filepath.Join(repo, "apps", "web"))
+	if got := read(filepath.Join(repo, "apps", "shop", "helm-inject-pins.yaml")); got != shopPins {
+		t.Errorf("pin --update apps/web changed apps/shop's pins")
+	}
+	if !strings.Contains(read(filepath.Join(repo, "apps", "web", "helm-inject-pins.yaml")), "version: 1.1.0") {
+		t.Errorf("pin --update did not move web to 1.1.0")
+	}
+	if got := generate("shop").stdout; got != before["shop"] {
+		t.Errorf("shop's output changed, though only web was re-pinned")
+	}
+	web := generate("web").stdout
+	if web == before["web"] || !strings.Contains(web, "registry.example/sidecar:1.1") {
+		t.Errorf("web's output does not carry sidecar 1.1.0 after its pin moved")
+	}
+
+	// No pins file: refused, with the command that writes it.
+	if err := os.Remove(filepath.Join(repo, "apps", "shop", "helm-inject-pins.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	params := []argoParam{{Name: "with", Array: []string{"sidecar@^1"}}, {Name: "injector-library", String: str("../../injectors")}}
+	r := runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", "shop"), argoEnv(t, "shop", "apps/shop", params, nil))
+	if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, "helm-inject argocd pin") || !strings.Contains(r.stderr, "apps/shop") {
+		t.Errorf("an application without pins: want a refusal that says how to pin it:\n%s", r)
+	}
+}

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/cli"
+
+	"github.com/helm-inject/helm-inject/argocd"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
+)
+
+const argocdLong = `Run helm-inject as an Argo CD Config Management Plugin (see docs/argocd.md).
+
+Argo CD's repo-server runs "generate" in the application's folder of a copy
+of the Git repository, with the application's name, destination namespace,
+Kubernetes version, API versions and plugin parameters in the environment.
+It prints exactly what "helm-inject template" prints for the same inputs;
+Argo CD applies it. Built-in injectors take the version the application's
+helm-inject-pins.yaml pins, written by "pin": the library gaining versions,
+or a newer helm-inject, changes nothing until that file changes.`
+
+func newArgocdCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "argocd",
+		Short: "Argo CD Config Management Plugin: generate, parameters, pin",
+		Long:  argocdLong,
+	}
+	cmd.AddCommand(newArgocdGenerateCommand(), newArgocdParametersCommand(), newArgocdPinCommand())
+	return cmd
+}
+
+func newArgocdGenerateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "generate",
+		Short: "Print the application's manifests with sidecars injected (the plugin's generate command)",
+		Long: `Print the application's manifests with sidecars injected, for Argo CD.
+
+Reads ARGOCD_APP_NAME (the release name, without Argo CD's "<namespace>_"
+prefix), ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION,
+KUBE_API_VERSIONS and the plugin parameters (ARGOCD_APP_PARAMETERS, and
+ARGOCD_ENV_* entries). Only objects go to stdout; on any error nothing is
+printed there and the exit code is not zero, so Argo CD never prunes an
+application because of a failed render.
+
+The plugin's operator sets, on the sidecar: HELM_INJECT_ALLOWED_COMMANDS
+(the programs external injectors may run; none when unset) and
+HELM_INJECT_INJECTOR_LIBRARY (the built-in injector library).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := argocdGenerate(cmd)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+}
+
+// argocdGenerate renders the application in the current folder and
+// returns the whole output, so that nothing reaches stdout unless all of
+// it is there.
+func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
+	req, err := argocd.ReadRequest(os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	appDir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	inline := ""
+	if req.Params.Values != "" {
+		tmp, err := os.MkdirTemp("", "helm-inject-argocd-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		inline = filepath.Join(tmp, "values.yaml")
+		if err := os.WriteFile(inline, []byte(req.Params.Values), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	args, err := req.TemplateArgs(appDir, argocd.ReadPolicy(os.Getenv), inline)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	root := newRootCommandWith(cli.New(), nil, &out, cmd.ErrOrStderr())
+	root.SetArgs(args)
+	if err := root.ExecuteContext(cmd.Context()); err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(manifest.Split(out.String()), func(doc string) bool {
+		d, err := manifest.Parse("", doc)
+		return err == nil && !d.Empty()
+	}) {
+		return nil, fmt.Errorf("application %s: the chart rendered no objects; refusing to print nothing (Argo CD would prune every resource)", req.Release)
+	}
+	return out.Bytes(), nil
+}
+
+func newArgocdParametersCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "parameters",
+		Short: "Print the plugin's parameters for the application, as JSON (the plugin's dynamic parameters command)",
+		Long: `Print, as the JSON Argo CD reads from a plugin's dynamic parameters
+command, the "set" parameter with the chart's own values as its defaults
+(in the application's folder, with the chart the "chart" parameter names).
+The other parameters are announced statically in plugin.yaml.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req, err := argocd.ReadRequest(os.Environ())
+			if err != nil {
+				return err
+			}
+			appDir, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			ann, err := req.Announce(appDir)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(ann)
+		},
+	}
+}
+
+func newArgocdPinCommand() *cobra.Command {
+	var with []string
+	var library string
+	var update bool
+	cmd := &cobra.Command{
+		Use:   "pin DIR...",
+		Short: "Pin the built-in injector versions of applications (writes DIR/helm-inject-pins.yaml)",
+		Long: `Write, in each application folder DIR, helm-inject-pins.yaml: the version of
+each built-in injector that Argo CD's generate injects there.
+
+--with NAME@CONSTRAINT pins NAME: a pin that already satisfies the
+constraint is kept, otherwise the newest version the constraint allows is
+pinned. --update moves pins to the newest version their constraint allows:
+those --with names, or, without --with, every pin of DIR. Only the folders
+given change; review and commit them.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			lib, err := inject.LoadLibrary(library)
+			if err != nil {
+				return err
+			}
+			var refs []*inject.TemplateRef
+			for _, w := range with {
+				name, constraint, _ := strings.Cut(w, "@")
+				if name == "" {
+					return fmt.Errorf("--with %q: want NAME or NAME@VERSION-CONSTRAINT", w)
+				}
+				refs = append(refs, &inject.TemplateRef{Library: lib, Ref: w, Injector: name, Constraint: constraint})
+			}
+			if len(refs) == 0 && !update {
+				return errors.New("say what to pin: --with NAME@CONSTRAINT, or --update to move every pin of DIR")
+			}
+			for _, dir := range dirs {
+				if err := pinDir(cmd, lib, dir, refs, update); err != nil {
+					return fmt.Errorf("%s: %w", dir, err)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&with, "with", nil, "a built-in injector to pin, NAME or NAME@VERSION-CONSTRAINT (repeatable)")
+	cmd.Flags().StringVar(&library, "injector-library", defaultLibrary, "the injector library the versions are chosen from")
+	cmd.Flags().BoolVar(&update, "update", false, "move pins to the newest version their constraint allows")
+	return cmd
+}
+
+// pinDir writes dir's pins file when the pins change, and says what
+// changed.
+func pinDir(cmd *cobra.Command, lib *inject.Library, dir string, refs []*inject.TemplateRef, update bool) error {
+	path := filepath.Join(dir, inject.PinsFileName)
+	old, err := inject.ReadPins(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	pins, err := old.Pin(lib, refs, update)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	changed := false
+	for _, name := range slices.Sorted(maps.Keys(pins)) {
+		was, had := old[name]
+		now := pins[name]
+		switch {
+		case !had:
+			fmt.Fprintf(w, "%s: pinned %s@%s\n", dir, name, now.Version)
+		case was.Version != now.Version:
+			fmt.Fprintf(w, "%s: %s %s -> %s\n", dir, name, was.Version, now.Version)
+		case was == now:
+			continue
+		}
+		changed = true
+	}
+	if !changed && old != nil {
+		fmt.Fprintf(w, "%s: unchanged\n", dir)
+		return nil
+	}
+	b, err := pins.Encode()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
