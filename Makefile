@@ -9,7 +9,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: demo test tools vet unit fuzz cluster build bench clean-tools
+.PHONY: demo test tools vet unit fuzz cluster build bench clean-tools argocd-e2e
 
 # The demo needs only the control plane and the helm CLI.
 demo:
@@ -18,6 +18,7 @@ demo:
 
 test: tools vet
 	$(GO) test $(GOTEST_FLAGS) ./...
+	bash hack/argocd-e2e.sh
 
 tools:
 	bash hack/tools.sh
@@ -26,6 +27,10 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+# The Argo CD module alone (Go 1.27 from the module proxy; part of test).
+argocd-e2e: tools
+	bash hack/argocd-e2e.sh
 
 # Unit tests only: no control plane, no tools.
 unit:
