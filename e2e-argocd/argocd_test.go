@@ -58,19 +58,21 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	root = filepath.Dir(wd)
-	if binDir, err = os.MkdirTemp("", "helm-inject-argocd-bin-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(binDir)
-	// helm-inject as a release builds it, and the fixture injector the
-	// plugin is allowed to run.
-	for _, pkg := range []string{".", "./fixtures/injectors/sidecar-injector"} {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", binDir+string(filepath.Separator), pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+	// hack/argocd-e2e.sh builds helm-inject with the main module's Go and
+	// says where; run by hand, the test builds it.
+	if binDir = os.Getenv("HELM_INJECT_E2E_BIN"); binDir == "" {
+		if binDir, err = os.MkdirTemp("", "helm-inject-argocd-bin-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+		defer os.RemoveAll(binDir)
+		for _, pkg := range []string{".", "./fixtures/injectors/sidecar-injector"} {
+			cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), pkg)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+				return 1
+			}
 		}
 	}
 	return testenv.RunTests(m, testenv.Options{}, func(e *testenv.Env) { cluster = e })
