@@ -54,6 +54,20 @@ type Rendered struct {
 	Notes string
 }
 
+// Prepare is what Render does to ch before rendering it, as Helm does: the
+// kubeVersion check, and the dependency conditions and import-values
+// applied (disabled subcharts removed). A plan taken from the cache needs
+// the chart in this state without rendering it again.
+func Prepare(ch *chart.Chart, vals map[string]any, caps *chartutil.Capabilities) error {
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return fmt.Errorf("chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s", ch.Name(), kv, caps.KubeVersion.String())
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+	return nil
+}
+
 // Render renders ch with the user's values exactly as Helm's install and
 // upgrade actions do (values coalescing, dependency conditions and
 // import-values, schema validation, kubeVersion check, NOTES.txt, hook
@@ -64,11 +78,8 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 	if caps == nil {
 		caps = OfflineCapabilities("", nil)
 	}
-	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-		return nil, fmt.Errorf("chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s", ch.Name(), kv, caps.KubeVersion.String())
-	}
-	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
-		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	if err := Prepare(ch, vals, caps); err != nil {
+		return nil, err
 	}
 	revision := o.Revision
 	if revision < 1 {

@@ -13,6 +13,7 @@ import (
 	helmcli "helm.sh/helm/v3/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/internal/interrupt"
+	"github.com/helm-inject/helm-inject/release"
 )
 
 // Wrapper runs the real helmfile with helm-inject as its helm binary, on
@@ -78,8 +79,17 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(plugins)
+	// The run's plan cache: the preflight diff, helmfile's diff and the
+	// upgrade of a release render and inject it once. Private to this run
+	// and removed with it.
+	plans, err := os.MkdirTemp("", "helm-inject-plans-")
+	if err != nil {
+		return 0, fmt.Errorf("creating the run's plan cache: %w", err)
+	}
+	defer os.RemoveAll(plans)
 	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm,
-		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory)
+		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory,
+		release.EnvPlanCache+"="+plans)
 	globals, command := splitCommand(args)
 	if command == "sync" || command == "apply" {
 		// helmfile syncs releases one group at a time, so a release whose

@@ -38,6 +38,10 @@ type Inputs struct {
 	Labels map[string]string
 	// Render holds Helm's flags that change how a chart renders.
 	Render RenderFlags
+	// Cache, when set (a helmfile run's, see EnvPlanCache), lets apply and
+	// diff reuse a plan the run already rendered and injected with exactly
+	// the same inputs.
+	Cache *PlanCache
 }
 
 // RenderFlags are Helm's flags that change how a chart renders, shared by

@@ -133,7 +133,24 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.Reconcile == "" {
 		o.Reconcile = inject.ReconcileAlways
 	}
-	tc, rendered, records, err := BuildChart(ctx, name, src, renderVals, opts, o.Injectors, recordedChoice(current, recordsBefore, o.Reconcile, o.UpdateInjectors), o.InjectDir)
+	currentVersion := 0
+	if current != nil {
+		currentVersion = current.Version
+	}
+	key := o.Cache.key(name, src, renderVals, opts, o, currentVersion, recordsBefore)
+	b, hit, err := o.Cache.load(key, src.Chart, renderVals, caps)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	if !hit {
+		if b, err = renderAndInject(ctx, name, src, renderVals, opts, o.Injectors, recordedChoice(current, recordsBefore, o.Reconcile, o.UpdateInjectors), o.InjectDir); err != nil {
+			return nil, err
+		}
+		if err := o.Cache.store(key, b); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
+	tc, rendered, records, err := assemble(name, src, b)
 	if err != nil {
 		return nil, err
 	}
@@ -190,12 +207,38 @@ type Chooser func(renderedDigest string) (inject.Choice, error)
 // and the injector records written into its annotations. Nothing is
 // written.
 func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
+	b, err := renderAndInject(ctx, name, src, vals, opts, declared, choose, injectDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return assemble(name, src, b)
+}
+
+// built is what rendering and injecting a release produced: everything the
+// temporary chart is made of besides the source chart itself, and what the
+// plan cache keeps.
+type built struct {
+	// chart is the source chart as rendering left it (not cached: the
+	// caller has it, and chartify.Prepare puts it in the same state).
+	chart *chart.Chart
+	// Notes are the rendered notes.
+	Notes string
+	// Docs are the injected documents.
+	Docs []manifest.Document
+	// Records are the injector records of the new revision.
+	Records []inject.Record
+	// Digest identifies the documents before injection.
+	Digest string
+}
+
+// renderAndInject renders the source chart and runs the injectors over it.
+func renderAndInject(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*built, error) {
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
+		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
 	}
 	if !slices.ContainsFunc(rendered.Documents, func(d manifest.Document) bool { return !d.Empty() }) && len(src.Chart.CRDObjects()) == 0 {
-		return nil, nil, nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
+		return nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
 	}
 	if declared == nil {
 		declared = &inject.Declared{}
@@ -204,22 +247,22 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	choice := inject.Choice{Strategy: inject.ReconcileAlways}
 	if choose != nil {
 		if choice, err = choose(digest); err != nil {
-			return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
+			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
 	run, err := declared.Resolve(choice)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
+		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	docs, steps, err := run.Run(ctx, rendered.Documents, inject.Env{
 		Release: name, Namespace: opts.Namespace, Chart: src.Chart.Name(), Dir: injectDir,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	for _, d := range docs {
 		if len(d.Content) > MaxResourceBytes {
-			return nil, nil, nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
+			return nil, fmt.Errorf("release %q: %s in %s is %d bytes after injection; the API server stores at most %d bytes per object (etcd's default request limit)",
 				name, d.ID, d.Source, len(d.Content), MaxResourceBytes)
 		}
 	}
@@ -227,21 +270,29 @@ func BuildChart(ctx context.Context, name string, src Source, vals map[string]an
 	for _, st := range steps {
 		records = append(records, st.Record())
 	}
+	return &built{chart: rendered.Chart, Notes: rendered.Notes, Docs: docs, Records: records, Digest: digest}, nil
+}
+
+// assemble builds the temporary chart from what was rendered and injected,
+// and what Helm's render of it gives.
+func assemble(name string, src Source, b *built) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
 	ann := map[string]string{}
-	if len(records) > 0 {
-		if ann[inject.RecordsAnnotation], err = inject.EncodeRecords(records); err != nil {
+	if len(b.Records) > 0 {
+		var err error
+		if ann[inject.RecordsAnnotation], err = inject.EncodeRecords(b.Records); err != nil {
 			return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
-	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Annotations: ann, RenderedDigest: digest})
+	rendered := &chartify.Rendered{Chart: b.chart, Notes: b.Notes}
+	tc, err := chartify.BuildTempChart(rendered, b.Docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Annotations: ann, RenderedDigest: b.Digest})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	r, err := chartify.RenderTempChart(tc, rendered, docs)
+	r, err := chartify.RenderTempChart(tc, rendered, b.Docs)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	return tc, r, records, nil
+	return tc, r, b.Records, nil
 }
 
 // keepChart writes a copy of the temporary chart into dir (--keep-chart),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -54,6 +55,8 @@ type loaded struct {
 func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, args []string) (*loaded, error) {
 	l := &loaded{name: args[0], inputs: in.inputs}
 	l.inputs.Namespace = settings.Namespace()
+	// Set by `helm-inject helmfile` for the shims of one run only.
+	l.inputs.Cache = release.OpenPlanCache(os.Getenv(release.EnvPlanCache))
 	var err error
 	if l.inputs.ValuesMode, err = valuesMode(in.resetValues, in.reuseValues, in.resetThen); err != nil {
 		return nil, err

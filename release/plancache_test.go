@@ -1,0 +1,112 @@
+package release
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/testfs"
+)
+
+// countingInjector is an external injector (stdin to stdout, unchanged)
+// that appends a line to a file each time it runs.
+func countingInjector(t *testing.T) (*inject.Command, func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	script := filepath.Join(dir, "inject")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho run >> '"+count+"'\nexec cat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := inject.ParseCommand(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "run")
+	}
+}
+
+// TestPlanCache: within a run, diff and apply of a release with the same
+// inputs inject it once and install what was diffed; any input that
+// changes (values, the revision it builds on) renders afresh, and a chart
+// that calls lookup is never taken from the cache.
+func TestPlanCache(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	injector, runs := countingInjector(t)
+	cache := OpenPlanCache(t.TempDir())
+	inputs := func(c *PlanCache) Inputs {
+		return Inputs{Namespace: "shop", Injectors: &inject.Declared{Specs: []inject.Spec{injector}}, Cache: c}
+	}
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "api", Chart: ch}
+	diff := func(c *PlanCache, vals map[string]any) *DiffResult {
+		t.Helper()
+		d := NewDiff(cfg)
+		d.Inputs, d.AllowUnreleased = inputs(c), true
+		r, err := d.Run(t.Context(), "api", src, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	vals := map[string]any{"replicas": 2}
+
+	uncached := diff(nil, vals)
+	if runs() != 1 {
+		t.Fatalf("%d injector runs for one diff", runs())
+	}
+	first := diff(cache, vals)
+	second := diff(cache, vals)
+	if runs() != 2 {
+		t.Errorf("%d injector runs: the second diff with the same inputs did not use the plan", runs())
+	}
+	if d := cmp.Diff(uncached, first); d != "" || !cmp.Equal(first, second) {
+		t.Errorf("a plan from the cache diffs otherwise (-uncached +cached)\n%s", d)
+	}
+
+	a := NewApply(cfg)
+	a.Inputs = inputs(cache)
+	res, err := a.Run(t.Context(), "api", src, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs() != 2 || res.Release.Version != 1 {
+		t.Errorf("apply after the diffs: %d injector runs, revision %d; want the cached plan installed as revision 1", runs(), res.Release.Version)
+	}
+
+	// The release now has revision 1: the same values build on it, which
+	// is another plan.
+	diff(cache, vals)
+	if runs() != 3 {
+		t.Errorf("%d injector runs: a plan for revision 1 was taken for revision 2", runs())
+	}
+	diff(cache, map[string]any{"replicas": 3})
+	if runs() != 4 {
+		t.Errorf("%d injector runs: changed values were served from the cache", runs())
+	}
+
+	// lookup answers from the cluster at the time of the call.
+	lookupChart := t.TempDir()
+	testfs.Write(t, lookupChart, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: lookup\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seen\ndata:\n  n: {{ len (lookup \"v1\" \"ConfigMap\" \"\" \"\") | quote }}\n",
+	})
+	lch, _, err := chartify.Load(lookupChart, chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key := cache.key("l", Source{Ref: lookupChart, Chart: lch}, nil, chartify.RenderOptions{}, inputs(cache), 0, nil); key != "" {
+		t.Errorf("a chart that calls lookup has a cache key")
+	}
+}
