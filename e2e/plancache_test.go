@@ -68,7 +68,9 @@ func TestHelmfileInjectsOncePerRun(t *testing.T) {
 		write(next, step.next)
 		os.Remove(values + ".done")
 		os.Remove(count)
-		r := helmfileRun(t, dir, "--helm-binary", helmBin(t), step.verb)
+		// The sync's own flags reach the preflight too: it renders what
+		// the sync will, and the sync takes its plans.
+		r := helmfileRun(t, dir, "--helm-binary", helmBin(t), step.verb, "--set", "image=registry.example/api:3.2")
 		if r.code != 0 {
 			t.Fatalf("helmfile %s:\n%s", step.verb, r)
 		}
@@ -81,7 +83,7 @@ func TestHelmfileInjectsOncePerRun(t *testing.T) {
 		if runs["edited"] != 2 {
 			t.Errorf("helmfile %s: edited injected %d times; want 2 (the preflight, then afresh for its changed values): %v", step.verb, runs["edited"], runs)
 		}
-		if m := mustHelm(t, "get", "manifest", "edited", "-n", ns).stdout; !strings.Contains(m, `logLevel: "`+step.next+`"`) {
+		if m := mustHelm(t, "get", "manifest", "edited", "-n", ns).stdout; !strings.Contains(m, `logLevel: "`+step.next+`"`) || !strings.Contains(m, "registry.example/api:3.2") {
 			t.Errorf("helmfile %s installed edited without the values written after the preflight (logLevel %s):\n%s", step.verb, step.next, m)
 		}
 	}

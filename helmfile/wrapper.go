@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	helmcli "helm.sh/helm/v3/pkg/cli"
@@ -97,7 +98,8 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		// upgraded. A diff runs every release through the same render and
 		// inject steps without writing: if it fails, nothing is applied.
 		var out bytes.Buffer
-		code, err := w.helmfile(ctx, helmfile, env, append(append([]string{"--helm-binary", w.Self}, globals...), "diff"), nil, &out, &out)
+		diff := slices.Concat([]string{"--helm-binary", w.Self}, globals, []string{"diff"}, preflightFlags(args[len(globals)+1:]))
+		code, err := w.helmfile(ctx, helmfile, env, diff, nil, &out, &out)
 		if err != nil {
 			return 0, err
 		}
@@ -150,6 +152,33 @@ func (w *Wrapper) helmfile(ctx context.Context, bin string, env, args []string, 
 		return code, nil
 	}
 	return 0, fmt.Errorf("running %s: %w", bin, err)
+}
+
+// diffValueFlags and diffBoolFlags are the flags of helmfile's sync and
+// apply that its diff takes too and that change what is rendered or which
+// releases run: the preflight diff gets them, so that it renders exactly
+// what the sync will (and the run's plan cache serves the sync).
+var (
+	diffValueFlags = []string{"--set", "--values", "--args", "--concurrency", "--post-renderer", "--post-renderer-args"}
+	diffBoolFlags  = []string{"--validate", "--skip-needs", "--include-needs", "--include-transitive-needs",
+		"--enforce-needs-are-installed", "--reuse-values", "--reset-values", "--take-ownership", "--no-hooks"}
+)
+
+// preflightFlags picks, from a sync's or apply's own flags, those its
+// preflight diff must be given.
+func preflightFlags(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(args[i], "=")
+		switch {
+		case slices.Contains(diffValueFlags, name) && hasValue, slices.Contains(diffBoolFlags, name):
+			out = append(out, args[i])
+		case slices.Contains(diffValueFlags, name) && i+1 < len(args):
+			out = append(out, args[i], args[i+1])
+			i++
+		}
+	}
+	return out
 }
 
 // splitCommand splits helmfile arguments into the global flags before the
