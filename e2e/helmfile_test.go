@@ -427,11 +427,13 @@ func TestShimRefusesToRunItself(t *testing.T) {
 	}
 }
 
-// TestHelmfilePreflight: `helm-inject helmfile sync` and `apply`, with the
-// real helm given as --helm-binary, run a preflight diff of every release
-// first; when one release's injector fails, the run stops with the
-// preflight's output and no release is installed, not even the good one
-// that helmfile would have synced first.
+// TestHelmfilePreflight: `helm-inject helmfile sync` (and `apply
+// --skip-diff-on-install`), with the real helm given as --helm-binary, run
+// a preflight diff of every release first; `apply` relies on helmfile's
+// own diff of every release, which comes before any upgrade. When one
+// release's injector fails, the run stops, naming the injector, and no
+// release is installed, not even the good one that helmfile would have
+// synced first.
 func TestHelmfilePreflight(t *testing.T) {
 	ns := namespace(t)
 	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
@@ -451,11 +453,13 @@ func TestHelmfilePreflight(t *testing.T) {
 `, ns, filepath.Join(repoRoot(t), apiChart))
 	dir := writeState(t, "helmfile.yaml", state)
 	c := command{env: []string{"HELMFILE_BINARY=" + hf, "HOME=" + t.TempDir()}, dir: dir}
-	for _, verb := range []string{"sync", "apply"} {
-		r := c.run(t, filepath.Join(binDir, "helm-inject"), "helmfile", "--helm-binary", helmBin(t), verb)
-		if r.code == 0 || !strings.Contains(r.stderr, "the preflight diff failed") || !strings.Contains(r.stderr, "nothing was applied") ||
-			!strings.Contains(r.stderr, `injector "sidecar-injector f=FILE,fail=exit1"`) {
-			t.Errorf("helmfile %s with a broken injector:\n%s", verb, r)
+	for _, args := range [][]string{{"sync"}, {"apply", "--skip-diff-on-install"}, {"apply"}} {
+		verb := strings.Join(args, " ")
+		r := c.run(t, filepath.Join(binDir, "helm-inject"), append([]string{"helmfile", "--helm-binary", helmBin(t)}, args...)...)
+		preflight := verb != "apply"
+		if r.code == 0 || !strings.Contains(r.stderr, `injector "sidecar-injector f=FILE,fail=exit1"`) ||
+			strings.Contains(r.stderr, "the preflight diff failed") != preflight || strings.Contains(r.stderr, "nothing was applied") != preflight {
+			t.Errorf("helmfile %s with a broken injector (a preflight: %v):\n%s", verb, preflight, r)
 		}
 		if out := mustHelm(t, "list", "-n", ns, "-q").stdout; strings.TrimSpace(out) != "" {
 			t.Fatalf("helmfile %s installed releases although the preflight failed: %s", verb, out)

@@ -92,7 +92,7 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory,
 		release.EnvPlanCache+"="+plans)
 	globals, command := splitCommand(args)
-	if command == "sync" || command == "apply" {
+	if needsPreflight(command, args[len(globals):]) {
 		// helmfile syncs releases one group at a time, so a release whose
 		// injector fails would stop the run after others were already
 		// upgraded. A diff runs every release through the same render and
@@ -152,6 +152,23 @@ func (w *Wrapper) helmfile(ctx context.Context, bin string, env, args []string, 
 		return code, nil
 	}
 	return 0, fmt.Errorf("running %s: %w", bin, err)
+}
+
+// needsPreflight says whether a helmfile command needs the wrapper's
+// preflight diff. sync does. apply diffs every selected release itself and
+// stops before any upgrade if a diff fails, so its own diff is the
+// preflight (and fills the run's plan cache), unless --skip-diff-on-install
+// leaves new releases out of it.
+func needsPreflight(command string, args []string) bool {
+	switch command {
+	case "sync":
+		return true
+	case "apply":
+		return slices.ContainsFunc(args, func(a string) bool {
+			return a == "--skip-diff-on-install" || a == "--skip-diff-on-install=true"
+		})
+	}
+	return false
 }
 
 // diffValueFlags and diffBoolFlags are the flags of helmfile's sync and

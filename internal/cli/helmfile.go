@@ -29,6 +29,11 @@ helm-inject as helm: injected releases go through the inject pipeline
 (upgrade, template, diff), every other call goes to the real helm as it is
 (--helm-binary, $HELMFILE_HELM_BINARY, or helm on PATH).
 
+Before sync, a preflight "helmfile diff" renders and injects every selected
+release without writing, so a broken injector applies nothing (apply's own
+diff does the same). Within one run each release is rendered and injected
+once: later calls with exactly the same inputs reuse that plan.
+
 All arguments are helmfile's: helm-inject helmfile -e staging -l name=api apply`
 
 func newHelmfileCommand() *cobra.Command {
