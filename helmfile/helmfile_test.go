@@ -455,8 +455,8 @@ func TestFindProgram(t *testing.T) {
 
 func TestPreflightFlags(t *testing.T) {
 	got := preflightFlags([]string{"--set", "a=1", "--values=v.yaml", "--wait", "--timeout", "300", "--skip-needs", "--reuse-values=false",
-		"--args", "--debug", "--concurrency", "2", "--sync-args", "--x", "--post-renderer-args", "--inject", "--set"})
-	want := []string{"--set", "a=1", "--values=v.yaml", "--skip-needs", "--reuse-values=false", "--args", "--debug", "--concurrency", "2", "--post-renderer-args", "--inject"}
+		"--args", "-v", "--concurrency", "2", "--sync-args", "--x", "--post-renderer-args", "--inject", "--set"})
+	want := []string{"--set", "a=1", "--values=v.yaml", "--skip-needs", "--reuse-values=false", "--args", "-v", "--concurrency", "2", "--post-renderer-args", "--inject"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
