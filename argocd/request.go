@@ -195,83 +195,69 @@ func ReadRequest(environ []string) (*Request, error) {
 func (p *Params) set(given map[string]parameter) error {
 	for _, name := range slices.Sorted(maps.Keys(given)) {
 		g := given[name]
-		i := slices.IndexFunc(parameters, func(d paramDef) bool { return d.name == name })
-		if i < 0 {
+		switch f := p.field(name).(type) {
+		case nil:
 			return fmt.Errorf("unknown plugin parameter %q (helm-inject has: %s)", name, strings.Join(parameterNames(), ", "))
-		}
-		want := parameters[i].kind
-		var err error
-		switch want {
-		case kindString, kindBool:
+		case *string:
 			if g.String == nil {
 				return fmt.Errorf("plugin parameter %q is a string", name)
 			}
-			err = p.setString(name, *g.String)
-		case kindArray:
+			*f = *g.String
+		case *bool:
+			if g.String == nil {
+				return fmt.Errorf("plugin parameter %q is a string", name)
+			}
+			b, err := strconv.ParseBool(strings.TrimSpace(*g.String))
+			if err != nil {
+				return fmt.Errorf("plugin parameter %q: want true or false, got %q", name, *g.String)
+			}
+			*f = b
+		case *[]string:
 			if g.String != nil || g.Map != nil {
 				return fmt.Errorf("plugin parameter %q is an array", name)
 			}
-			p.setArray(name, g.Array)
-		case kindMap:
+			*f = g.Array
+		case *map[string]string:
 			if g.String != nil || g.Array != nil {
 				return fmt.Errorf("plugin parameter %q is a map", name)
 			}
-			p.setMap(name, g.Map)
-		}
-		if err != nil {
-			return err
+			*f = g.Map
 		}
 	}
 	return nil
 }
 
-func (p *Params) setString(name, v string) error {
+// field is the field of p a parameter sets, or nil for an unknown one.
+func (p *Params) field(name string) any {
 	switch name {
 	case ParamChart:
-		p.Chart = v
+		return &p.Chart
+	case ParamValuesFiles:
+		return &p.ValuesFiles
 	case ParamValues:
-		p.Values = v
+		return &p.Values
+	case ParamSet:
+		return &p.Set
+	case ParamSetString:
+		return &p.SetString
+	case ParamInjector:
+		return &p.Injector
+	case ParamInject:
+		return &p.Inject
+	case ParamWith:
+		return &p.With
+	case ParamWithSet:
+		return &p.WithSet
 	case ParamInjectorLibrary:
-		p.InjectorLibrary = v
-	default:
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			return fmt.Errorf("plugin parameter %q: want true or false, got %q", name, v)
-		}
-		switch name {
-		case ParamSkipInjectHooks:
-			p.SkipInjectHooks = b
-		case ParamSkipInjectTests:
-			p.SkipInjectTests = b
-		case ParamSkipTests:
-			p.SkipTests = b
-		}
+		return &p.InjectorLibrary
+	case ParamSkipInjectHooks:
+		return &p.SkipInjectHooks
+	case ParamSkipInjectTests:
+		return &p.SkipInjectTests
+	case ParamSkipTests:
+		return &p.SkipTests
 	}
 	return nil
-}
-
-func (p *Params) setArray(name string, v []string) {
-	switch name {
-	case ParamValuesFiles:
-		p.ValuesFiles = v
-	case ParamInjector:
-		p.Injector = v
-	case ParamInject:
-		p.Inject = v
-	case ParamWith:
-		p.With = v
-	}
-}
-
-func (p *Params) setMap(name string, v map[string]string) {
-	switch name {
-	case ParamSet:
-		p.Set = v
-	case ParamSetString:
-		p.SetString = v
-	case ParamWithSet:
-		p.WithSet = v
-	}
 }
 
 func parameterNames() []string {

@@ -152,3 +152,25 @@ func TestReadPolicy(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// TestParameterKinds: every announced parameter sets a field of its kind,
+// so the announcement, the docs and what generate reads agree.
+func TestParameterKinds(t *testing.T) {
+	var p Params
+	for _, d := range parameters {
+		var ok bool
+		switch p.field(d.name).(type) {
+		case *string:
+			ok = d.kind == kindString
+		case *bool:
+			ok = d.kind == kindBool
+		case *[]string:
+			ok = d.kind == kindArray
+		case *map[string]string:
+			ok = d.kind == kindMap
+		}
+		if !ok {
+			t.Errorf("parameter %s: announced as kind %d, sets %T", d.name, d.kind, p.field(d.name))
+		}
+	}
+}
