@@ -380,7 +380,13 @@ func TestArgoCDPinning(t *testing.T) {
 	}
 
 	// Moving one application is a change of its own pins file only.
-	mustHelmInject(t, "argocd", "pin", "--update", "--injector-library", lib, filepath.Join(repo, "apps", "web"))
+	moved := mustHelmInject(t, "argocd", "pin", "--update", "--injector-library", lib, filepath.Join(repo, "apps", "web"))
+	if !strings.Contains(moved.stdout, "sidecar 1.0.0 -> 1.1.0") {
+		t.Errorf("pin --update does not say what moved:\n%s", moved)
+	}
+	if again := mustHelmInject(t, "argocd", "pin", "--update", "--injector-library", lib, filepath.Join(repo, "apps", "web")); !strings.Contains(again.stdout, "unchanged") {
+		t.Errorf("a second pin --update does not say it changed nothing:\n%s", again)
+	}
 	if got := read(filepath.Join(repo, "apps", "shop", "helm-inject-pins.yaml")); got != shopPins {
 		t.Errorf("pin --update apps/web changed apps/shop's pins")
 	}
