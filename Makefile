@@ -9,7 +9,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: demo test tools vet unit fuzz cluster build bench clean-tools argocd-e2e
+.PHONY: demo test tools vet unit fuzz cluster build bench bench-helmfile clean-tools argocd-e2e
 
 # The demo needs only the control plane and the helm CLI.
 demo:
@@ -58,6 +58,14 @@ BENCH_ROUNDS ?= 5
 bench:
 	bash hack/tools.sh etcd kubernetes helm
 	cd hack/bench && $(GO) vet . && $(GO) run . -sizes $(BENCH_SIZES) -rounds $(BENCH_ROUNDS)
+
+# The helmfile comparison: 10 and 30 releases of a 100-workload chart;
+# rewrites its section of docs/performance.md.
+BENCH_RELEASES ?= 10,30
+BENCH_HF_WORKLOADS ?= 100
+bench-helmfile:
+	bash hack/tools.sh etcd kubernetes helm helmfile
+	cd hack/bench && $(GO) vet . && $(GO) run . -helmfile $(BENCH_RELEASES) -hf-workloads $(BENCH_HF_WORKLOADS) -rounds $(BENCH_ROUNDS)
 
 clean-tools:
 	rm -rf "$${HELM_INJECT_TOOLS_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/helm-inject/tools}"

@@ -89,6 +89,8 @@ type options struct {
 	// only, when set, names the methods to measure (a partial run is
 	// printed, never written to docs/).
 	only []string
+	// hfWorkloads is the chart size of the helmfile comparison.
+	hfWorkloads int
 }
 
 func run(ctx context.Context) error {
@@ -98,6 +100,8 @@ func run(ctx context.Context) error {
 	flag.BoolVar(&o.write, "write", true, "rewrite the results in docs/performance.md, .svg and .json")
 	replot := flag.Bool("replot", false, "only rewrite docs/performance.md and .svg from docs/performance.json")
 	only := flag.String("methods", "", "comma-separated method keys to measure (for example helm-template,hi-template-builtin); implies -write=false")
+	hfReleases := flag.String("helmfile", "", "run the helmfile comparison instead, for these release counts (for example 10,30)")
+	flag.IntVar(&o.hfWorkloads, "hf-workloads", 100, "with -helmfile: workloads in each release's chart")
 	flag.Parse()
 	if *only != "" {
 		o.only, o.write = strings.Split(*only, ","), false
@@ -162,6 +166,9 @@ func run(ctx context.Context) error {
 		helm: filepath.Join(tools, "helm"), helmInject: filepath.Join(bin, "helm-inject"),
 		injector: filepath.Join(bin, "sidecar-injector"), self: self,
 		environ: append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), env.Environ()...),
+	}
+	if *hfReleases != "" {
+		return b.runHelmfile(*hfReleases)
 	}
 	results, err := b.measure()
 	if err != nil {
@@ -323,18 +330,8 @@ func (b *bench) measure() (results, error) {
 			for i := range ms {
 				m := ms[(i+r)%len(ms)] // a different order every round
 				count := filepath.Join(b.work, fmt.Sprintf("count-%s-%d-%d", m.key, n, r))
-				s, err := b.runOnce(m.args(n, r, chart, count))
-				if err != nil {
+				if err := b.sampleRun(res, m.key, n, r, m.args(n, r, chart, count), nil, count); err != nil {
 					return nil, fmt.Errorf("%s, N=%d: %w", m.label, n, err)
-				}
-				if data, err := os.ReadFile(count); err == nil {
-					s.Runs = strings.Count(string(data), "\n")
-				}
-				if r > 0 {
-					if res[m.key] == nil {
-						res[m.key] = map[int][]sample{}
-					}
-					res[m.key][n] = append(res[m.key][n], s)
 				}
 			}
 			fmt.Fprintf(os.Stderr, "bench: N=%d round %d/%d done\n", n, r, b.o.rounds)
@@ -343,9 +340,29 @@ func (b *bench) measure() (results, error) {
 	return res, nil
 }
 
-func (b *bench) runOnce(argv []string) (sample, error) {
+// sampleRun runs argv once (with env added to the bench's environment),
+// counts the injector's runs in count, and keeps the sample under key and
+// n unless r is the warm-up round 0.
+func (b *bench) sampleRun(res results, key string, n, r int, argv, env []string, count string) error {
+	s, err := b.runOnce(argv, env)
+	if err != nil {
+		return err
+	}
+	if data, err := os.ReadFile(count); err == nil {
+		s.Runs = strings.Count(string(data), "\n")
+	}
+	if r > 0 {
+		if res[key] == nil {
+			res[key] = map[int][]sample{}
+		}
+		res[key][n] = append(res[key][n], s)
+	}
+	return nil
+}
+
+func (b *bench) runOnce(argv, env []string) (sample, error) {
 	cmd := exec.CommandContext(b.ctx, argv[0], argv[1:]...)
-	cmd.Env = b.environ
+	cmd.Env = append(slices.Clip(b.environ), env...)
 	cmd.Stdout = nil // discarded: the manifests themselves are not measured
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -558,15 +575,20 @@ const (
 
 // replaceSection rewrites what lies between the markers in path.
 func replaceSection(path, body string) error {
+	return replaceMarked(path, beginMarker, endMarker, body)
+}
+
+// replaceMarked rewrites what lies between begin and end in path.
+func replaceMarked(path, begin, end, body string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	s := string(data)
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		return fmt.Errorf("%s lacks the markers %q and %q", path, beginMarker, endMarker)
+		return fmt.Errorf("%s lacks the markers %q and %q", path, begin, end)
 	}
-	s = s[:i+len(beginMarker)] + "\n" + body + s[j:]
+	s = s[:i+len(begin)] + "\n" + body + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }
