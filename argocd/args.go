@@ -52,18 +52,11 @@ func ReadPolicy(getenv func(string) string) Policy {
 // pins file.
 func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) ([]string, error) {
 	fail := func(err error) ([]string, error) { return nil, fmt.Errorf("application %s: %w", r.Release, err) }
-	root, err := repoRoot(appDir, r.SourcePath)
+	root, chart, err := r.chart(appDir)
 	if err != nil {
 		return fail(err)
 	}
 	p := r.Params
-	chart := p.Chart
-	if chart == "" {
-		chart = "."
-	}
-	if err := inRepo(root, appDir, "chart", chart); err != nil {
-		return fail(err)
-	}
 	args := []string{"template", r.Release, chart, "--include-crds"}
 	if r.Namespace != "" {
 		args = append(args, "--namespace", r.Namespace)
@@ -114,6 +107,22 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 		args = append(args, "--skip-tests")
 	}
 	return args, nil
+}
+
+// chart returns the repository's root and the application's chart (the
+// "chart" parameter, else the folder itself), refusing one outside the
+// repository.
+func (r *Request) chart(appDir string) (root, chart string, err error) {
+	if root, err = repoRoot(appDir, r.SourcePath); err != nil {
+		return "", "", err
+	}
+	if chart = r.Params.Chart; chart == "" {
+		chart = "."
+	}
+	if err := inRepo(root, appDir, "chart", chart); err != nil {
+		return "", "", err
+	}
+	return root, chart, nil
 }
 
 // builtinArgs are the flags of the built-in injectors: the library, the

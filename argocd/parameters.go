@@ -59,15 +59,8 @@ func StaticAnnouncements() []Announcement {
 // "set" parameter, with the chart's values (flattened to helm --set paths)
 // as what the UI shows before anything is set.
 func (r *Request) Announce(appDir string) ([]Announcement, error) {
-	root, err := repoRoot(appDir, r.SourcePath)
+	_, chart, err := r.chart(appDir)
 	if err != nil {
-		return nil, fmt.Errorf("application %s: %w", r.Release, err)
-	}
-	chart := r.Params.Chart
-	if chart == "" {
-		chart = "."
-	}
-	if err := inRepo(root, appDir, "chart", chart); err != nil {
 		return nil, fmt.Errorf("application %s: %w", r.Release, err)
 	}
 	ch, err := loader.Load(filepath.Join(appDir, chart))

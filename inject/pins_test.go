@@ -114,3 +114,15 @@ func TestPinsFile(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTemplateRef(t *testing.T) {
+	for ref, want := range map[string][2]string{"log-shipper": {"log-shipper", ""}, "log-shipper@^1": {"log-shipper", "^1"}, "a@>=1 <2": {"a", ">=1 <2"}} {
+		r, err := ParseTemplateRef(nil, ref, nil)
+		if err != nil || r.Injector != want[0] || r.Constraint != want[1] || r.Ref != ref {
+			t.Errorf("ParseTemplateRef(%q) = %+v, %v; want %v", ref, r, err, want)
+		}
+	}
+	if _, err := ParseTemplateRef(nil, "@^1", nil); err == nil || err.Error() != `"@^1": want NAME or NAME@VERSION-CONSTRAINT` {
+		t.Errorf("no name: %v", err)
+	}
+}

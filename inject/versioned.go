@@ -2,6 +2,7 @@ package inject
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,16 @@ type TemplateRef struct {
 
 // Name implements Spec.
 func (r *TemplateRef) Name() string { return r.Ref }
+
+// ParseTemplateRef reads a --with reference, NAME or NAME@CONSTRAINT, of an
+// injector in lib.
+func ParseTemplateRef(lib *Library, ref string, params map[string]any) (*TemplateRef, error) {
+	name, constraint, _ := strings.Cut(ref, "@")
+	if name == "" {
+		return nil, fmt.Errorf("%q: want NAME or NAME@VERSION-CONSTRAINT", ref)
+	}
+	return &TemplateRef{Library: lib, Ref: ref, Injector: name, Constraint: constraint, Params: params}, nil
+}
 
 // Spec is one injector as declared: an Injector (a command, or a built-in
 // at a fixed version), or a *TemplateRef whose version is chosen per

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/cli"
@@ -163,11 +162,11 @@ given change; review and commit them.`,
 			}
 			var refs []*inject.TemplateRef
 			for _, w := range with {
-				name, constraint, _ := strings.Cut(w, "@")
-				if name == "" {
-					return fmt.Errorf("--with %q: want NAME or NAME@VERSION-CONSTRAINT", w)
+				ref, err := inject.ParseTemplateRef(lib, w, nil)
+				if err != nil {
+					return fmt.Errorf("--with %w", err)
 				}
-				refs = append(refs, &inject.TemplateRef{Library: lib, Ref: w, Injector: name, Constraint: constraint})
+				refs = append(refs, ref)
 			}
 			if len(refs) == 0 && !update {
 				return errors.New("say what to pin: --with NAME@CONSTRAINT, or --update to move every pin of DIR")

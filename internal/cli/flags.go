@@ -233,15 +233,16 @@ func (i *injectFlags) declared() (*inject.Declared, error) {
 					return nil, fmt.Errorf("--with %s: %w", it.text, err)
 				}
 			}
-			name, constraint, _ := strings.Cut(it.text, "@")
-			if name == "" {
-				return nil, fmt.Errorf("--with %q: want NAME or NAME@VERSION-CONSTRAINT", it.text)
+			ref, err := inject.ParseTemplateRef(lib, it.text, nil)
+			if err != nil {
+				return nil, fmt.Errorf("--with %w", err)
 			}
-			if used[name] {
-				return nil, fmt.Errorf("--with %s: injector %s is given twice", it.text, name)
+			if used[ref.Injector] {
+				return nil, fmt.Errorf("--with %s: injector %s is given twice", it.text, ref.Injector)
 			}
-			used[name] = true
-			p.Specs = append(p.Specs, &inject.TemplateRef{Library: lib, Ref: it.text, Injector: name, Constraint: constraint, Params: params[name]})
+			used[ref.Injector] = true
+			ref.Params = params[ref.Injector]
+			p.Specs = append(p.Specs, ref)
 		default:
 			var c *inject.Command
 			if it.kind == "inject" {
