@@ -1,9 +1,10 @@
 // Package helmfile connects helm-inject to helmfile. helmfile runs
 // helm-inject as its helm binary (the "shim"): a call for a release whose
 // post-renderer is helm-inject (upgrade, template, diff upgrade) runs the
-// inject pipeline, with the post-renderer arguments as injector flags; every
-// other call goes to the real helm unchanged (same arguments, same output,
-// same exit code). The wrapper (`helm-inject helmfile ...`) translates
+// inject pipeline, with the post-renderer arguments as injector flags; a
+// `dependency build` with nothing to build is answered as helm would (it
+// does nothing); every other call goes to the real helm unchanged (same
+// arguments, same output, same exit code). The wrapper (`helm-inject helmfile ...`) translates
 // `injector:` and `injectors:` release fields into that form and runs the
 // real helmfile.
 package helmfile
@@ -117,11 +118,16 @@ type Runner func(ctx context.Context, args []string, stdin io.Reader, stdout, st
 // Shim answers one helm call: the inject pipeline for an injected upgrade
 // or template, helm-inject's own diff for every `diff upgrade` (so helmfile
 // diff and apply need no helm-diff plugin; a release without injectors is
-// diffed as plain helm would render it), the real helm for anything else.
+// diffed as plain helm would render it), nothing for a `dependency build`
+// of a chart without dependencies (what helm would do), the real helm for
+// anything else.
 func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, run Runner) int {
 	c := ParseCall(args)
 	if c.Verb == "diff" || (c.Injected && (c.Verb == "upgrade" || c.Verb == "template")) {
 		return run(ctx, append(c.Rest, c.InjectArgs...), stdin, stdout, stderr)
+	}
+	if nothingToBuild(c) {
+		return 0
 	}
 	helm, err := RealHelm()
 	depth, _ := strconv.Atoi(os.Getenv(envPassThroughDepth))

@@ -156,7 +156,7 @@ func (b *bench) measureHelmfile(counts []int) (results, error) {
 func (b *bench) helmfileReport(head string, counts []int, res results) (string, error) {
 	var w strings.Builder
 	w.WriteString(head)
-	fmt.Fprintf(&w, "Each release is a chart of %d workloads (%d resources) with the fixture injector. The plain and postRenderer applies run helm-inject's shim as helmfile's helm: helmfile's apply needs a diff plugin, and the shim answers `diff upgrade` itself (everything else goes to the real helm).\n\n", b.o.hfWorkloads, 2*b.o.hfWorkloads)
+	fmt.Fprintf(&w, "Each release is a chart of %d workloads (%d resources) with the fixture injector. The plain and postRenderer applies run helm-inject's shim as helmfile's helm: helmfile's apply needs a diff plugin, and the shim answers `diff upgrade` and a `dependency build` with nothing to build itself (everything else goes to the real helm).\n\n", b.o.hfWorkloads, 2*b.o.hfWorkloads)
 	ms, err := b.helmfileMethods(filepath.Join(b.work, "hf-chart", "bench"), counts[0])
 	if err != nil {
 		return "", err

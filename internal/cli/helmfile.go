@@ -26,8 +26,10 @@ pulls in with bases: and helmfiles:; for a helmfile.d folder, a folder of
 translated state files) beside the original under a hidden name, runs
 helmfile, and removes them. helmfile then calls
 helm-inject as helm: injected releases go through the inject pipeline
-(upgrade, template, diff), every other call goes to the real helm as it is
-(--helm-binary, $HELMFILE_HELM_BINARY, or helm on PATH).
+(upgrade, template, diff), a dependency build of a chart without
+dependencies is answered as helm would (it does nothing), every other call
+goes to the real helm as it is (--helm-binary, $HELMFILE_HELM_BINARY, or
+helm on PATH).
 
 Before sync, a preflight "helmfile diff" renders and injects every selected
 release without writing, so a broken injector applies nothing (apply's own
