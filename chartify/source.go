@@ -99,6 +99,9 @@ func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 			// Helm would say "repo X not found" for a mistyped path.
 			return nil, "", fmt.Errorf("chart %s: %s", ref, msg)
 		}
+		if name, _, ok := strings.Cut(ref, "/"); ok && po.RepoURL == "" && strings.Contains(err.Error(), "repo "+name+" not found") {
+			return nil, "", fmt.Errorf("chart %s: no repository named %q is added (helm repo list shows those that are); add it with helm repo add %s URL, or give the chart's folder, .tgz or oci:// reference", ref, name, name)
+		}
 		return nil, "", fmt.Errorf("chart %s: %w", ref, err)
 	}
 	ch, err := loadChart(path)

@@ -43,7 +43,7 @@ func TestBadInjectorsApplyNothing(t *testing.T) {
 		want  []string
 	}{
 		{"unknown command", []string{"--injector", "no-such-injector f=FILE"},
-			[]string{`injector "no-such-injector f=FILE"`, `command "no-such-injector" not found in PATH`}},
+			[]string{`injector "no-such-injector f=FILE"`, `program "no-such-injector" is in no folder of $PATH`}},
 		{"exit 1", []string{"--injector", "sidecar-injector f=FILE,fail=exit1"},
 			[]string{`injector "sidecar-injector f=FILE,fail=exit1"`, "exited with status 1", "failing on purpose"}},
 		{"hangs past the timeout", []string{"--injector", "sidecar-injector f=FILE,fail=hang", "--injector-timeout", "2s"},

@@ -94,7 +94,7 @@ func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte
 	var ee *exec.ExitError
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, fmt.Errorf("command %q not found in PATH", argv[0])
+		return nil, notOnPath(argv[0])
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
 		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
 	case errors.As(err, &ee):
@@ -133,4 +133,11 @@ func (t *tailBuffer) suffix() string {
 		s = "..." + s
 	}
 	return "; its stderr:\n" + s
+}
+
+// notOnPath says that a program named without a folder was looked for in
+// every folder of $PATH, and how to name it instead.
+func notOnPath(program string) error {
+	return fmt.Errorf("program %q is in no folder of $PATH (%s); install it there, or write its path in the injector spec (for example /usr/local/bin/%s)",
+		program, os.Getenv("PATH"), program)
 }

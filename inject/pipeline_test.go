@@ -139,7 +139,6 @@ func TestPipelineErrors(t *testing.T) {
 		command string
 		want    string
 	}{
-		{"not found", "no-such-injector-anywhere FILE", `command "no-such-injector-anywhere" not found in PATH`},
 		{"exit status with stderr", script(t, "echo 'mesh config missing' >&2; exit 3"), "exited with status 3; its stderr:\nmesh config missing"},
 		{"killed by a signal", script(t, "kill -9 $$"), "killed by signal killed"},
 		{"invalid YAML", script(t, "printf 'apiVersion: v1\\nkind: [x\\n'"), "output document 1 of 1: invalid YAML"},
@@ -165,6 +164,18 @@ func TestPipelineErrors(t *testing.T) {
 				t.Errorf("error =\n%s\nwant it to name release and injector and contain\n%s", msg, tt.want)
 			}
 		})
+	}
+}
+
+// TestInjectorNotOnPath: a program named without a folder and found in no
+// folder of $PATH is reported with the folders searched and how to name it.
+func TestInjectorNotOnPath(t *testing.T) {
+	t.Setenv("PATH", "/nowhere:/also/nowhere")
+	p := &Pipeline{Injectors: []Injector{mustCommand(t, "no-such-injector-anywhere FILE")}}
+	_, _, err := p.Run(t.Context(), docs(t, deployA), Env{Release: "shop", Namespace: "ns"})
+	want := `release "shop": injector "no-such-injector-anywhere FILE": program "no-such-injector-anywhere" is in no folder of $PATH (/nowhere:/also/nowhere); install it there, or write its path in the injector spec (for example /usr/local/bin/no-such-injector-anywhere)`
+	if err == nil || err.Error() != want {
+		t.Errorf("error =\n%v\nwant\n%s", err, want)
 	}
 }
 

@@ -19,6 +19,9 @@ func NewConfiguration(settings *cli.EnvSettings, namespace string, debug func(fo
 	if debug == nil {
 		debug = func(string, ...any) {}
 	}
+	if err := checkKubeconfig(settings); err != nil {
+		return nil, err
+	}
 	cfg := new(action.Configuration)
 	if err := cfg.Init(settings.RESTClientGetter(), namespace, os.Getenv("HELM_DRIVER"), debug); err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)

@@ -31,6 +31,12 @@ func parsed(t *testing.T, cmd *cobra.Command, in *releaseInputs, args ...string)
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatalf("parsing %v: %v", args, err)
 	}
+	// load connects lazily: a kubeconfig is needed, not a cluster.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\ncontexts:\n- name: c\n  context: {cluster: c}\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
 	l, err := in.load(cmd, cli.New(), []string{"web", apiChart})
 	if err != nil {
 		t.Fatalf("loading with %v: %v", args, err)

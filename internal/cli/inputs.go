@@ -71,7 +71,7 @@ func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, arg
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	if l.cfg, err = release.NewConfiguration(settings, settings.Namespace(), debugLog(settings, cmd.ErrOrStderr())); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
 	return l, nil
 }

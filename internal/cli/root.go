@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/internal/redact"
+	"github.com/helm-inject/helm-inject/release"
 )
 
 const rootLong = `helm-inject renders a Helm chart, injects sidecars into every rendered
@@ -31,7 +32,8 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 // Run executes helm-inject with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdin, stdout, stderr)
+	settings := cli.New()
+	root := newRootCommandWith(settings, stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -41,6 +43,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	err = release.ExplainClusterError(err, settings)
 	// Errors often quote a chart URL (an injector spec is redacted where
 	// the error names it).
 	fmt.Fprintf(stderr, "Error: %s\n", redact.URLs(err.Error()))
@@ -64,7 +67,6 @@ func newRootCommandWith(settings *cli.EnvSettings, stdin io.Reader, stdout, stde
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.CompletionOptions.DisableDefaultCmd = true
 	settings.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newTemplateCommand(settings),

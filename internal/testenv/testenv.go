@@ -213,6 +213,22 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	return e, nil
 }
 
+// AddUser creates a user of the API server with a client certificate and
+// writes a kubeconfig for it into dir: a user with only the rights RBAC
+// gives its name and groups (none, unless a test binds some).
+func (e *Env) AddUser(name, dir string, groups ...string) (kubeconfig string, err error) {
+	u, err := e.envtest.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", fmt.Errorf("testenv: creating user %s: %w", name, err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("testenv: kubeconfig of user %s: %w", name, err)
+	}
+	kubeconfig = filepath.Join(dir, name+".kubeconfig")
+	return kubeconfig, os.WriteFile(kubeconfig, b, 0o600)
+}
+
 func (e *Env) startSimulation(ctx context.Context) error {
 	stages := filepath.Join(e.Dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
