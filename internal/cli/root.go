@@ -81,5 +81,6 @@ func newRootCommandWith(settings *cli.EnvSettings, stdin io.Reader, stdout, stde
 		newArgocdCommand(),
 		newVersionCommand(),
 	)
+	addCompletions(root, settings)
 	return root
 }

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCompletionScripts: `helm-inject completion SHELL` writes each shell's
+// script, wired to helm-inject's __complete; bash's is checked by bash
+// itself, and it completes the command names once sourced.
+func TestCompletionScripts(t *testing.T) {
+	tests := []struct {
+		shell string
+		want  []string
+	}{
+		{"bash", []string{"__start_helm-inject", "complete -o default -F __start_helm-inject helm-inject", "__complete"}},
+		{"zsh", []string{"#compdef helm-inject", "compdef _helm-inject helm-inject", "__complete"}},
+		{"fish", []string{"complete -c helm-inject", "__complete"}},
+		{"powershell", []string{"Register-ArgumentCompleter -CommandName 'helm-inject'", "__complete"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell, func(t *testing.T) {
+			out, stderr, code := runCLI(t, "completion", tt.shell)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the %s script lacks %q", tt.shell, w)
+				}
+			}
+		})
+	}
+}
+
+// TestBashCompletionCompletes sources the bash script in a real bash and
+// asks it to complete `helm-inject ap`: the script runs helm-inject's
+// __complete (this test binary's helm-inject, built for it) and offers
+// apply.
+func TestBashCompletionCompletes(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal("bash is needed to check the bash completion script")
+	}
+	bin := filepath.Join(t.TempDir(), "helm-inject")
+	if out, err := exec.Command("go", "build", "-o", bin, "../..").CombinedOutput(); err != nil {
+		t.Fatalf("building helm-inject: %v\n%s", err, out)
+	}
+	script, _, code := runCLI(t, "completion", "bash")
+	if code != 0 {
+		t.Fatal("completion bash failed")
+	}
+	file := filepath.Join(t.TempDir(), "helm-inject.bash")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// bash-completion (a package on the user's machine, as for helm's
+	// script) provides _get_comp_words_by_ref; this is its plain form.
+	drive := `_get_comp_words_by_ref() { cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+source "$1"
+COMP_WORDS=(helm-inject ap); COMP_CWORD=1; COMP_LINE="helm-inject ap"; COMP_POINT=${#COMP_LINE}
+__start_helm-inject
+printf '%s\n' "${COMPREPLY[@]}"`
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", drive, "bash", file)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s%s", err, out, stderr.String())
+	}
+	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != "apply" {
+		t.Errorf("bash completes `helm-inject ap` to %q, want [apply]\n%s", got, stderr.String())
+	}
+}
