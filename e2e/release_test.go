@@ -69,7 +69,7 @@ func TestReleaseArchives(t *testing.T) {
 			binary += ".exe"
 		}
 		files := archiveFiles(t, filepath.Join(dist, name))
-		for _, f := range []string{binary, "plugin.yaml", "README.md", "LICENSE", "install-binary.sh"} {
+		for _, f := range []string{binary, "plugin.yaml", "README.md", "LICENSE", "install-binary.sh", "plugin.complete"} {
 			if !slices.Contains(files, f) {
 				t.Errorf("%s lacks %s (has %v)", name, f, files)
 			}
