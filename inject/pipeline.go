@@ -24,6 +24,9 @@ type Pipeline struct {
 	SkipHooks bool
 	// SkipTests keeps `helm test` hooks away from the injectors.
 	SkipTests bool
+	// Slow, when set, is told when an injector starts and returns the
+	// function to call when it ends: progress shows one that runs long.
+	Slow func(what string) (done func())
 }
 
 // Step records one injector's run: a digest of the documents it returned,
@@ -85,6 +88,9 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Document, env Env, timeout time.Duration) ([]manifest.Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if p.Slow != nil {
+		defer p.Slow(fmt.Sprintf("injector %q (release %q)", inj.Name(), env.Release))()
+	}
 	if di, ok := inj.(DocumentInjector); ok {
 		return di.InjectDocuments(ctx, in, env)
 	}

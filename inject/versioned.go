@@ -70,6 +70,8 @@ type Declared struct {
 	Timeout   time.Duration
 	SkipHooks bool
 	SkipTests bool
+	// Slow is the Pipeline's (progress of a long injector run).
+	Slow func(what string) (done func())
 }
 
 // Choice is how a release's built-in injector versions are chosen.
@@ -92,7 +94,7 @@ type Choice struct {
 // Resolve returns the pipeline that runs for a release: the declared
 // injectors in order, each TemplateRef at the version the choice picks.
 func (d *Declared) Resolve(c Choice) (*Pipeline, error) {
-	p := &Pipeline{Timeout: d.Timeout, SkipHooks: d.SkipHooks, SkipTests: d.SkipTests}
+	p := &Pipeline{Timeout: d.Timeout, SkipHooks: d.SkipHooks, SkipTests: d.SkipTests, Slow: d.Slow}
 	for _, spec := range d.Specs {
 		switch s := spec.(type) {
 		case *TemplateRef:

@@ -8,8 +8,10 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/progress"
 )
 
 // Apply renders a chart, injects it, builds the temporary chart and installs
@@ -21,6 +23,8 @@ type Apply struct {
 	cfg *action.Configuration
 	Inputs
 	Options
+	// Progress, when set, shows what the install or upgrade waits for.
+	Progress *progress.Reporter
 }
 
 // Options are Helm's install and upgrade options that apply passes on to
@@ -119,7 +123,9 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 	// with --keep-history) is replaced, as `helm upgrade --install` does.
 	inst.Replace = p.last != nil
 	a.cfg.Releases.MaxHistory = a.MaxHistory
+	stop := a.watch(ctx, p)
 	rel, err := inst.RunWithContext(ctx, p.chart, vals)
+	stop()
 	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
 		return &Result{Release: rel, Installed: true}, a.interruptedInstall(rel, err)
 	}
@@ -155,7 +161,9 @@ func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[stri
 	case ValuesResetThenReuse:
 		up.ResetThenReuseValues = true
 	}
+	stop := a.watch(ctx, p)
 	rel, err := up.RunWithContext(ctx, name, p.chart, vals)
+	stop()
 	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
 		// Helm's upgrade marks the revision failed itself (and rolls back
 		// with --atomic).
@@ -169,6 +177,45 @@ func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[stri
 		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade: %w", name, err)
 	}
 	return &Result{Release: rel}, nil
+}
+
+// watch shows, while the SDK installs or upgrades, the resources it waits
+// for: hook Jobs and Pods (Helm waits for hooks unless --no-hooks), and with
+// --wait, --wait-for-jobs or --atomic the release's workloads. It returns
+// the function that ends the watch.
+func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
+	noop := func() {}
+	if a.Progress == nil || a.DryRun {
+		return noop
+	}
+	waits := a.Wait || a.WaitForJobs || a.Atomic
+	var resources []progress.Resource
+	for _, d := range p.rendered.Documents {
+		if d.Empty() || !progress.Watched(d.ID.Kind) {
+			continue
+		}
+		hook := d.Hook != ""
+		if hook && (a.DisableHooks || d.IsTestHook()) || !hook && !waits {
+			continue
+		}
+		ns := d.ID.Namespace
+		if ns == "" {
+			ns = p.namespace
+		}
+		resources = append(resources, progress.Resource{Kind: d.ID.Kind, Namespace: ns, Name: d.ID.Name, Hook: hook})
+	}
+	if len(resources) == 0 {
+		return noop
+	}
+	rc, err := a.cfg.RESTClientGetter.ToRESTConfig()
+	if err != nil {
+		return noop
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return noop
+	}
+	return a.Progress.Watch(ctx, cs, resources)
 }
 
 // interruptedInstall settles an install that Ctrl-C or SIGTERM cut short.

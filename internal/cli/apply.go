@@ -3,12 +3,17 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/cli"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
+	"golang.org/x/term"
+
+	"github.com/helm-inject/helm-inject/helmfile"
+	"github.com/helm-inject/helm-inject/internal/progress"
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -35,6 +40,7 @@ type applyFlags struct {
 	hideNotes  bool
 	hideSecret bool
 	output     string
+	progress   string
 	adopt      []string
 	render     renderFlags
 }
@@ -63,6 +69,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
 	f.BoolVar(&a.opts.Recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
 	f.StringVarP(&a.output, "output", "o", "table", "print the result as table, json or yaml (the release object, as helm does)")
+	f.StringVar(&a.progress, "progress", "auto", "show on stderr what the apply waits for (workloads with --wait, hook Jobs) and injectors that run long: auto (redrawn in place on a terminal, a line per change otherwise; none when helmfile runs helm-inject as helm), plain or none")
 	a.render.add(f, true)
 	f.StringArrayVar(&a.adopt, "adopt", nil, "helm-x's --adopt KIND/NAME (helmfile's adopt:): take ownership of existing resources, as --take-ownership does for every resource")
 }
@@ -119,6 +126,10 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err := checkOutput(a.output); err != nil {
 		return err
 	}
+	mode, err := progressMode(a.progress, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	l, err := a.load(cmd, settings, args)
 	if err != nil {
 		return err
@@ -127,11 +138,25 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err != nil {
 		return err
 	}
+	if ap.Progress = progress.New(cmd.ErrOrStderr(), mode); ap.Progress != nil {
+		ap.Injectors.Slow = ap.Progress.Slow
+	}
 	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)
 	if err != nil {
 		return err
 	}
 	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.opts.DryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
+}
+
+// progressMode reads --progress: auto is live on a terminal, plain
+// otherwise, and none when helmfile runs helm-inject as its helm (helm
+// prints no progress, and helmfile's output stays what it was).
+func progressMode(flag string, stderr io.Writer) (progress.Mode, error) {
+	if flag == string(progress.Auto) && os.Getenv(helmfile.EnvAsHelm) != "" {
+		return progress.None, nil
+	}
+	f, ok := stderr.(*os.File)
+	return progress.ParseMode(flag, ok && term.IsTerminal(int(f.Fd())))
 }
 
 // newApply builds the release.Apply the flags describe.

@@ -1,0 +1,139 @@
+package progress
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestParseMode(t *testing.T) {
+	tests := []struct {
+		flag     string
+		terminal bool
+		want     Mode
+		err      string
+	}{
+		{"auto", true, Live, ""},
+		{"auto", false, Plain, ""},
+		{"plain", true, Plain, ""},
+		{"none", true, None, ""},
+		{"live", true, "", `unknown --progress "live" (want auto, plain or none)`},
+		{"", false, "", `unknown --progress "" (want auto, plain or none)`},
+	}
+	for _, tt := range tests {
+		got, err := ParseMode(tt.flag, tt.terminal)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && err.Error() != tt.err {
+			t.Errorf("ParseMode(%q, %v) = %q, %v; want %q, %s", tt.flag, tt.terminal, got, err, tt.want, tt.err)
+		}
+	}
+	if New(&bytes.Buffer{}, None) != nil {
+		t.Errorf("New(None) is not nil: it would show progress")
+	}
+}
+
+func TestSlowShowsOnlyLongSteps(t *testing.T) {
+	var out bytes.Buffer
+	r := New(&out, Plain)
+	r.SlowAfter = 50 * time.Millisecond
+	r.Slow(`injector "quick"`)()
+	if out.Len() != 0 {
+		t.Errorf("a quick step was shown: %q", out.String())
+	}
+	done := r.Slow(`injector "slow"`)
+	time.Sleep(120 * time.Millisecond)
+	done()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || lines[0] != `progress: injector "slow" is running (50ms so far)` || !strings.HasPrefix(lines[1], `progress: injector "slow" finished after `) {
+		t.Errorf("slow step shown as:\n%s", out.String())
+	}
+	var nilReporter *Reporter
+	nilReporter.Slow("x")()
+	nilReporter.Line("x")
+}
+
+func int32p(i int32) *int32 { return &i }
+
+func TestResourceStates(t *testing.T) {
+	ns := "shop"
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	cs := fake.NewClientset(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Generation: 2},
+			Spec:   appsv1.DeploymentSpec{Replicas: int32p(2), Selector: sel},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, UpdatedReplicas: 2, ReadyReplicas: 1}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{"app": "web"}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "web", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "rolling", Namespace: ns, Generation: 3},
+			Spec:   appsv1.DeploymentSpec{Replicas: int32p(3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 3, UpdatedReplicas: 1, ReadyReplicas: 3}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: ns, Generation: 3},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: 2}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+			Spec:   appsv1.StatefulSetSpec{Replicas: int32p(1)},
+			Status: appsv1.StatefulSetStatus{UpdatedReplicas: 1, ReadyReplicas: 1}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate", Namespace: ns},
+			Status: batchv1.JobStatus{Active: 1}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: ns},
+			Status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: ns},
+			Status: batchv1.JobStatus{Failed: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
+	)
+	tests := []struct {
+		res  Resource
+		want State
+	}{
+		{Resource{Kind: "Deployment", Namespace: ns, Name: "web"}, State{Text: "1/2 ready; pod web-1 pending (container web ContainerCreating)"}},
+		{Resource{Kind: "Deployment", Namespace: ns, Name: "rolling"}, State{Text: "1/3 updated, 3/3 ready"}},
+		{Resource{Kind: "Deployment", Namespace: ns, Name: "stale"}, State{Text: "rollout not started yet"}},
+		{Resource{Kind: "Deployment", Namespace: ns, Name: "absent"}, State{}},
+		{Resource{Kind: "StatefulSet", Namespace: ns, Name: "db"}, State{Text: "ready (1/1)", Ready: true}},
+		{Resource{Kind: "Job", Namespace: ns, Name: "migrate", Hook: true}, State{Text: "1 active, 0/1 succeeded"}},
+		{Resource{Kind: "Job", Namespace: ns, Name: "done", Hook: true}, State{Text: "complete (1/1 succeeded)", Ready: true}},
+		{Resource{Kind: "Job", Namespace: ns, Name: "broken"}, State{Text: "failed (1 failed)"}},
+		{Resource{Kind: "Pod", Namespace: ns, Name: "smoke", Hook: true}, State{Text: "succeeded", Ready: true}},
+	}
+	for _, tt := range tests {
+		got, err := tt.res.read(context.Background(), cs)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %+v, %v; want %+v", tt.res, got, err, tt.want)
+		}
+	}
+}
+
+// TestWatchPlainPrintsChangesInOrder: plain mode prints a line when a
+// resource's state changes, nothing while it stays, and the final state
+// when the watch stops.
+func TestWatchPlainPrintsChangesInOrder(t *testing.T) {
+	ns := "shop"
+	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(1)}, Status: appsv1.DeploymentStatus{UpdatedReplicas: 1}})
+	var out bytes.Buffer
+	r := New(&out, Plain)
+	r.interval = 10 * time.Millisecond
+	stop := r.Watch(context.Background(), cs, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}, {Kind: "Job", Namespace: ns, Name: "later", Hook: true}})
+	time.Sleep(50 * time.Millisecond)
+	d, _ := cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	d.Status.ReadyReplicas = 1
+	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: ns},
+		Status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	want := "progress: Deployment/web: 0/1 ready\nprogress: Deployment/web: ready (1/1)\nprogress: Job/later (hook): complete (1/1 succeeded)\n"
+	if out.String() != want {
+		t.Errorf("plain progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
