@@ -52,24 +52,46 @@ refuses a definition whose file changed after it was locked.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: every injector version is locked and unchanged\n", dir)
 			return nil
 		}),
-	}, &cobra.Command{
+	}, newInjectorsListCommand(&dir))
+	return cmd
+}
+
+// injectorVersion is one line of injectors list.
+type injectorVersion struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Locked  bool   `json:"locked"`
+	File    string `json:"file"`
+}
+
+func newInjectorsListCommand(dir *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the injectors and versions in the library",
 		Args:  cobra.NoArgs,
-		RunE: withLibrary(&dir, func(cmd *cobra.Command, lib *inject.Library) error {
-			w := cmd.OutOrStdout()
+		RunE: withLibrary(dir, func(cmd *cobra.Command, lib *inject.Library) error {
+			var all []injectorVersion
 			for _, name := range lib.Names() {
 				for _, d := range lib.Versions(name) {
-					state := "locked"
-					if !lib.Locked(d) {
-						state = "NOT LOCKED"
-					}
-					fmt.Fprintf(w, "%-20s %-10s %-10s %s\n", name, d.Version, state, d.File)
+					all = append(all, injectorVersion{Name: name, Version: d.Version, Locked: lib.Locked(d), File: d.File})
 				}
+			}
+			w := cmd.OutOrStdout()
+			if done, err := writeStructured(w, output, all); done {
+				return err
+			}
+			for _, v := range all {
+				state := "locked"
+				if !v.Locked {
+					state = "NOT LOCKED"
+				}
+				fmt.Fprintf(w, "%-20s %-10s %-10s %s\n", v.Name, v.Version, state, v.File)
 			}
 			return nil
 		}),
-	})
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
 }
 

@@ -73,6 +73,9 @@ when newer), and per workload the containers each built-in injector added.
 Only the Helm release (its Secret in the cluster) is read.`,
 		Args: exactArgs(1, "a RELEASE name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			lib, cfg, err := readSetup(cmd, settings, library, settings.Namespace())
 			if err != nil {
 				return err
@@ -135,6 +138,9 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 		Short: "List the releases helm-inject manages, with their injectors and versions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			// Like helm list -A: release storage of every namespace.
 			namespace := settings.Namespace()
 			if all {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -19,23 +18,18 @@ func newVersionCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := version.Get()
 			out := cmd.OutOrStdout()
-			switch {
-			case output == "json":
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
-			case output != "":
-				return fmt.Errorf("unknown output format %q (want json)", output)
-			case short:
-				_, err := fmt.Fprintln(out, info.Version)
-				return err
-			default:
-				_, err := fmt.Fprintln(out, info.String())
+			if done, err := writeStructured(out, output, info); done {
 				return err
 			}
+			if short {
+				_, err := fmt.Fprintln(out, info.Version)
+				return err
+			}
+			_, err := fmt.Fprintln(out, info.String())
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&short, "short", false, "print the version number only")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
 }
