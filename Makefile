@@ -1,8 +1,9 @@
 # The two commands a newcomer runs (see README.md):
-#   make demo   inject sidecars into a bundled chart on a local control plane
+#   make demo   inject sidecars into a bundled chart: offline first, then on a local control plane
 #   make test   everything CI runs: tools, go vet, unit and integration tests
 #
-# Both build the real components they need (hack/tools.sh) the first time,
+# Both build the real components they need (hack/tools.sh) the first time
+# (the demo after it has shown the offline result),
 # into the user's cache folder (~/.cache/helm-inject/tools, or
 # $HELM_INJECT_TOOLS_DIR), shared by every clone; later runs reuse them.
 
@@ -11,9 +12,9 @@ GOTEST_FLAGS ?= -count=1 -timeout 45m
 
 .PHONY: demo test tools vet unit fuzz cluster build bench bench-helmfile clean-tools argocd-e2e
 
-# The demo needs only the control plane and the helm CLI.
+# The demo shows the offline result first, then builds what it needs for
+# the real install (the control plane and the helm CLI) itself.
 demo:
-	bash hack/tools.sh etcd kubernetes helm kwok
 	$(GO) run ./hack/demo
 
 test: tools vet

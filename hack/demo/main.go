@@ -1,10 +1,12 @@
-// Command demo shows helm-inject's main job on a bundled example: it starts
-// the local control plane, injects a sidecar into every workload of the
-// fixtures/charts/webapp chart with the fixture injector, installs it as a
-// Helm release, shows that the real helm CLI sees an ordinary release whose
-// pods run the sidecar, and stops everything.
+// Command demo shows helm-inject's main job on a bundled example. First,
+// offline, it injects a sidecar into every workload of the
+// fixtures/charts/webapp chart with the fixture injector and prints the
+// result with a before/after summary. Then it builds the local control
+// plane and the helm CLI (hack/tools.sh; the first time only), starts them,
+// installs the chart as a Helm release, shows that the real helm CLI sees an
+// ordinary release whose pods run the sidecar, and stops everything.
 //
-//	make demo        (builds the tools first; see README.md)
+//	make demo        (see README.md)
 package main
 
 import (
@@ -21,8 +23,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 func main() {
@@ -55,6 +59,19 @@ func run() error {
 		}
 	}
 
+	injector := "sidecar-injector f=FILE,image=registry.example/log-shipper:1.0"
+	pathEnv := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	if err := offline(ctx, root, filepath.Join(bin, "helm-inject"), pathEnv, injector); err != nil {
+		return err
+	}
+
+	step("building the control plane and the helm CLI (the first time only: about 25 minutes; later runs reuse them)")
+	tools := exec.CommandContext(ctx, "bash", "hack/tools.sh", "etcd", "kubernetes", "helm", "kwok")
+	tools.Dir, tools.Stdout, tools.Stderr = root, os.Stdout, os.Stderr
+	if err := tools.Run(); err != nil {
+		return fmt.Errorf("hack/tools.sh: %w", err)
+	}
+
 	step("starting etcd, kube-apiserver, controller-manager, scheduler and kwok on 127.0.0.1")
 	env, err := testenv.Start(ctx, testenv.Options{SimulatePods: true})
 	if err != nil {
@@ -67,7 +84,7 @@ func run() error {
 	}
 
 	environ := append(os.Environ(), env.Environ()...)
-	environ = append(environ, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	environ = append(environ, pathEnv)
 	sh := func(name string, args ...string) error {
 		fmt.Printf("\n$ %s %s\n", filepath.Base(name), quote(args))
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -78,7 +95,7 @@ func run() error {
 	step("injecting and installing the webapp chart")
 	if err := sh(filepath.Join(bin, "helm-inject"), "apply", "demo", "fixtures/charts/webapp",
 		"-n", "demo", "--create-namespace", "--wait", "--timeout", "2m",
-		"--injector", "sidecar-injector f=FILE,image=registry.example/log-shipper:1.0"); err != nil {
+		"--injector", injector); err != nil {
 		return err
 	}
 	step("the release is an ordinary Helm release")
@@ -119,6 +136,91 @@ func run() error {
 }
 
 func step(s string) { fmt.Printf("\n==> %s\n", s) }
+
+// offline renders the chart with and without the injector (helm-inject
+// template needs no cluster), prints the injected manifests, and a summary
+// of the containers of each workload before and after.
+func offline(ctx context.Context, root, helmInject, pathEnv, injector string) error {
+	step("injecting fixtures/charts/webapp offline: helm-inject template (no cluster needed)")
+	render := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, helmInject, append([]string{"template", "demo", "fixtures/charts/webapp"}, args...)...)
+		cmd.Dir, cmd.Env, cmd.Stderr = root, append(os.Environ(), pathEnv), os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("helm-inject template %s: %w", quote(args), err)
+		}
+		return string(out), nil
+	}
+	before, err := render()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n$ helm-inject template demo fixtures/charts/webapp --injector %s\n", quote([]string{injector}))
+	after, err := render("--injector", injector)
+	if err != nil {
+		return err
+	}
+	fmt.Print(after)
+
+	step("before and after: the containers of every workload")
+	was, is := containers(before), containers(after)
+	var ids []string
+	for id := range is {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	fmt.Printf("  %-38s %-28s %s\n", "WORKLOAD", "BEFORE", "AFTER (injected)")
+	for _, id := range ids {
+		fmt.Printf("  %-38s %-28s %s\n", id, strings.Join(was[id], ", "), strings.Join(is[id], ", "))
+	}
+	return nil
+}
+
+// containers maps each workload (KIND/NAME, "(hook)" for a hook) of a
+// rendered stream to the names of its pod's containers.
+func containers(stream string) map[string][]string {
+	out := map[string][]string{}
+	for _, part := range manifest.Split(stream) {
+		d, err := manifest.Parse("", part)
+		if err != nil || d.Empty() {
+			continue
+		}
+		var obj struct {
+			Spec struct {
+				Containers []struct{ Name string } `json:"containers"`
+				Template   struct {
+					Spec struct {
+						Containers []struct{ Name string } `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+				JobTemplate struct {
+					Spec struct {
+						Template struct {
+							Spec struct {
+								Containers []struct{ Name string } `json:"containers"`
+							} `json:"spec"`
+						} `json:"template"`
+					} `json:"spec"`
+				} `json:"jobTemplate"`
+			} `json:"spec"`
+		}
+		if yaml.Unmarshal([]byte(d.Content), &obj) != nil {
+			continue
+		}
+		cs := append(append(obj.Spec.Containers, obj.Spec.Template.Spec.Containers...), obj.Spec.JobTemplate.Spec.Template.Spec.Containers...)
+		if len(cs) == 0 {
+			continue
+		}
+		id := d.ID.Kind + "/" + d.ID.Name
+		if d.Hook != "" {
+			id += " (hook)"
+		}
+		for _, c := range cs {
+			out[id] = append(out[id], c.Name)
+		}
+	}
+	return out
+}
 
 func quote(args []string) string {
 	out := make([]string, len(args))
