@@ -15,7 +15,7 @@ import (
 var otherPrograms = []string{"helm", "helmfile", "kubectl", "istioctl", "linkerd", "argocd", "go", "brew"}
 
 var (
-	flagToken   = regexp.MustCompile(`(^|[\s("'` + "`" + `\[])(--[a-z0-9][a-z0-9-]*)`)
+	flagToken = regexp.MustCompile(`(^|[\s("'` + "`" + `\[])(--[a-z0-9][a-z0-9-]*)`)
 	// commandLine is a command line quoted in help: an indented example
 	// (maybe after "$ "), or in backticks or double quotes; prose such as
 	// "run helm-inject as helm" is not one.
