@@ -137,3 +137,35 @@ func TestWatchPlainPrintsChangesInOrder(t *testing.T) {
 		t.Errorf("plain progress:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// TestWatchLiveRedrawsInPlace: on a terminal the view of every resource is
+// redrawn in place (cursor up over the lines drawn, then clear), a Line
+// goes above it, and the final view stays on screen.
+func TestWatchLiveRedrawsInPlace(t *testing.T) {
+	ns := "shop"
+	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(1)}, Status: appsv1.DeploymentStatus{UpdatedReplicas: 1}})
+	var out bytes.Buffer
+	r := New(&out, Live)
+	r.interval = 10 * time.Millisecond
+	stop := r.Watch(context.Background(), cs, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}})
+	time.Sleep(35 * time.Millisecond)
+	r.Line("a message")
+	d, _ := cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	d.Status.ReadyReplicas = 1
+	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	got := out.String()
+	const redraw = "\x1b[1A\x1b[J"
+	if !strings.HasPrefix(got, "  … Deployment/web: 0/1 ready\n") || strings.Contains(got, "ready\n  ") {
+		t.Errorf("live view not redrawn in place (a view drawn below the last one):\n%q", got)
+	}
+	if !strings.Contains(got, redraw+"progress: a message\n") {
+		t.Errorf("a line is not written above the cleared view:\n%q", got)
+	}
+	if !strings.HasSuffix(got, redraw+"  ✓ Deployment/web: ready (1/1)\n") {
+		t.Errorf("the final view is not the last thing on screen:\n%q", got)
+	}
+}
