@@ -4,7 +4,8 @@
 // result with a before/after summary. Then it builds the local control
 // plane and the helm CLI (hack/tools.sh; the first time only), starts them,
 // installs the chart as a Helm release, shows that the real helm CLI sees an
-// ordinary release whose pods run the sidecar, and stops everything.
+// ordinary release whose pods run the sidecar, and stops everything (that
+// half is hack/demo/cluster, compiled only once the offline result is shown).
 //
 //	make demo        (see README.md)
 package main
@@ -19,13 +20,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/helm-inject/helm-inject/internal/testenv"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -39,7 +36,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root, err := testenv.RepoRoot()
+	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
@@ -72,70 +69,36 @@ func run() error {
 		return fmt.Errorf("hack/tools.sh: %w", err)
 	}
 
-	step("starting etcd, kube-apiserver, controller-manager, scheduler and kwok on 127.0.0.1")
-	env, err := testenv.Start(ctx, testenv.Options{SimulatePods: true})
-	if err != nil {
-		return err
+	// The cluster half is its own program: compiling the control plane's
+	// client libraries waits until the offline result is on screen.
+	cluster := exec.CommandContext(ctx, "go", "run", "./hack/demo/cluster", "-bin", bin)
+	cluster.Dir, cluster.Stdout, cluster.Stderr = root, os.Stdout, os.Stderr
+	if err := cluster.Run(); err != nil {
+		return fmt.Errorf("the demo's cluster half: %w", err)
 	}
-	defer env.Stop()
-	helm, err := testenv.Tool(env.ToolsBin, "helm")
-	if err != nil {
-		return err
-	}
-
-	environ := append(os.Environ(), env.Environ()...)
-	environ = append(environ, pathEnv)
-	sh := func(name string, args ...string) error {
-		fmt.Printf("\n$ %s %s\n", filepath.Base(name), quote(args))
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = root, environ, os.Stdout, os.Stderr
-		return cmd.Run()
-	}
-
-	step("injecting and installing the webapp chart")
-	if err := sh(filepath.Join(bin, "helm-inject"), "apply", "demo", "fixtures/charts/webapp",
-		"-n", "demo", "--create-namespace", "--wait", "--timeout", "2m",
-		"--injector", injector); err != nil {
-		return err
-	}
-	step("the release is an ordinary Helm release")
-	for _, args := range [][]string{{"list", "-n", "demo"}, {"history", "demo", "-n", "demo"}, {"test", "demo", "-n", "demo"}} {
-		if err := sh(helm, args...); err != nil {
-			return err
-		}
-	}
-
-	step("every pod runs the injected sidecar")
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		return err
-	}
-	ctx2, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	pods, err := cs.CoreV1().Pods("demo").List(ctx2, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	var lines []string
-	for _, p := range pods.Items {
-		var names []string
-		for _, c := range p.Spec.Containers {
-			names = append(names, c.Name+" ("+c.Image+")")
-		}
-		lines = append(lines, fmt.Sprintf("  %-34s %-10s %s", p.Name, p.Status.Phase, strings.Join(names, ", ")))
-	}
-	sort.Strings(lines)
-	fmt.Println(strings.Join(lines, "\n"))
-
-	step("uninstalling with the helm CLI")
-	if err := sh(helm, "uninstall", "demo", "-n", "demo"); err != nil {
-		return err
-	}
-	step("done; stopping the control plane")
 	return nil
 }
 
 func step(s string) { fmt.Printf("\n==> %s\n", s) }
+
+// repoRoot is the folder of the go.mod above the working directory (the
+// demo runs from the checkout, as make demo runs it).
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory: run the demo from the checkout (make demo)")
+		}
+		dir = parent
+	}
+}
 
 // offline renders the chart with and without the injector (helm-inject
 // template needs no cluster), prints the injected manifests, and a summary
