@@ -23,6 +23,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/helm-inject/helm-inject/hack/demo/internal/show"
+	"github.com/helm-inject/helm-inject/internal/reporoot"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -36,7 +38,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root, err := repoRoot()
+	root, err := reporoot.Find()
 	if err != nil {
 		return err
 	}
@@ -46,7 +48,7 @@ func run() error {
 	}
 	defer os.RemoveAll(work)
 
-	step("building helm-inject and the fixture injector")
+	show.Step("building helm-inject and the fixture injector")
 	bin := filepath.Join(work, "bin")
 	for _, pkg := range []string{".", "./fixtures/injectors/sidecar-injector"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", pkg)
@@ -62,7 +64,7 @@ func run() error {
 		return err
 	}
 
-	step("building the control plane and the helm CLI (the first time only: about 25 minutes; later runs reuse them)")
+	show.Step("building the control plane and the helm CLI (the first time only: about 25 minutes; later runs reuse them)")
 	tools := exec.CommandContext(ctx, "bash", "hack/tools.sh", "etcd", "kubernetes", "helm", "kwok")
 	tools.Dir, tools.Stdout, tools.Stderr = root, os.Stdout, os.Stderr
 	if err := tools.Run(); err != nil {
@@ -79,38 +81,17 @@ func run() error {
 	return nil
 }
 
-func step(s string) { fmt.Printf("\n==> %s\n", s) }
-
-// repoRoot is the folder of the go.mod above the working directory (the
-// demo runs from the checkout, as make demo runs it).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory: run the demo from the checkout (make demo)")
-		}
-		dir = parent
-	}
-}
-
 // offline renders the chart with and without the injector (helm-inject
 // template needs no cluster), prints the injected manifests, and a summary
 // of the containers of each workload before and after.
 func offline(ctx context.Context, root, helmInject, pathEnv, injector string) error {
-	step("injecting fixtures/charts/webapp offline: helm-inject template (no cluster needed)")
+	show.Step("injecting fixtures/charts/webapp offline: helm-inject template (no cluster needed)")
 	render := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, helmInject, append([]string{"template", "demo", "fixtures/charts/webapp"}, args...)...)
 		cmd.Dir, cmd.Env, cmd.Stderr = root, append(os.Environ(), pathEnv), os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
-			return "", fmt.Errorf("helm-inject template %s: %w", quote(args), err)
+			return "", fmt.Errorf("helm-inject template %s: %w", show.Args(args), err)
 		}
 		return string(out), nil
 	}
@@ -118,14 +99,14 @@ func offline(ctx context.Context, root, helmInject, pathEnv, injector string) er
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n$ helm-inject template demo fixtures/charts/webapp --injector %s\n", quote([]string{injector}))
+	fmt.Printf("\n$ helm-inject template demo fixtures/charts/webapp --injector %s\n", show.Args([]string{injector}))
 	after, err := render("--injector", injector)
 	if err != nil {
 		return err
 	}
 	fmt.Print(after)
 
-	step("before and after: the containers of every workload")
+	show.Step("before and after: the containers of every workload")
 	was, is := containers(before), containers(after)
 	var ids []string
 	for id := range is {
@@ -183,15 +164,4 @@ func containers(stream string) map[string][]string {
 		}
 	}
 	return out
-}
-
-func quote(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, " ,=\"'") {
-			a = "'" + a + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }

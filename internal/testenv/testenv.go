@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/helm-inject/helm-inject/internal/reporoot"
 )
 
 //go:embed kwok-stages.yaml
@@ -103,22 +105,7 @@ func ToolsBinDir() (string, error) {
 
 // RepoRoot returns the folder of the nearest go.mod above the working
 // directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("testenv: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return reporoot.Find() }
 
 // Tool returns the path of a binary built by hack/tools.sh, or an error that
 // says how to build it.

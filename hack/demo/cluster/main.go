@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/helm-inject/helm-inject/hack/demo/internal/show"
+	"github.com/helm-inject/helm-inject/internal/reporoot"
 	"github.com/helm-inject/helm-inject/internal/testenv"
 )
 
@@ -39,14 +41,14 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root, err := testenv.RepoRoot()
+	root, err := reporoot.Find()
 	if err != nil {
 		return err
 	}
 	injector := "sidecar-injector f=FILE,image=registry.example/log-shipper:1.0"
 	pathEnv := "PATH=" + *bin + string(os.PathListSeparator) + os.Getenv("PATH")
 
-	step("starting etcd, kube-apiserver, controller-manager, scheduler and kwok on 127.0.0.1")
+	show.Step("starting etcd, kube-apiserver, controller-manager, scheduler and kwok on 127.0.0.1")
 	env, err := testenv.Start(ctx, testenv.Options{SimulatePods: true})
 	if err != nil {
 		return err
@@ -60,26 +62,26 @@ func run() error {
 	environ := append(os.Environ(), env.Environ()...)
 	environ = append(environ, pathEnv)
 	sh := func(name string, args ...string) error {
-		fmt.Printf("\n$ %s %s\n", filepath.Base(name), quote(args))
+		fmt.Printf("\n$ %s %s\n", filepath.Base(name), show.Args(args))
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = root, environ, os.Stdout, os.Stderr
 		return cmd.Run()
 	}
 
-	step("injecting and installing the webapp chart")
+	show.Step("injecting and installing the webapp chart")
 	if err := sh(filepath.Join(*bin, "helm-inject"), "apply", "demo", "fixtures/charts/webapp",
 		"-n", "demo", "--create-namespace", "--wait", "--timeout", "2m",
 		"--injector", injector); err != nil {
 		return err
 	}
-	step("the release is an ordinary Helm release")
+	show.Step("the release is an ordinary Helm release")
 	for _, args := range [][]string{{"list", "-n", "demo"}, {"history", "demo", "-n", "demo"}, {"test", "demo", "-n", "demo"}} {
 		if err := sh(helm, args...); err != nil {
 			return err
 		}
 	}
 
-	step("every pod runs the injected sidecar")
+	show.Step("every pod runs the injected sidecar")
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		return err
@@ -101,23 +103,10 @@ func run() error {
 	sort.Strings(lines)
 	fmt.Println(strings.Join(lines, "\n"))
 
-	step("uninstalling with the helm CLI")
+	show.Step("uninstalling with the helm CLI")
 	if err := sh(helm, "uninstall", "demo", "-n", "demo"); err != nil {
 		return err
 	}
-	step("done; stopping the control plane")
+	show.Step("done; stopping the control plane")
 	return nil
-}
-
-func step(s string) { fmt.Printf("\n==> %s\n", s) }
-
-func quote(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if strings.ContainsAny(a, " ,=\"'") {
-			a = "'" + a + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }
