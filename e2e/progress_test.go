@@ -79,6 +79,27 @@ func TestProgress(t *testing.T) {
 			t.Errorf("-o json: no progress on stderr:\n%s", r.stderr)
 		}
 	})
+	// template and diff wait for nothing but their injectors.
+	for _, verb := range []string{"template", "diff"} {
+		t.Run(verb+" shows a long injector", func(t *testing.T) {
+			r := helmInject(t, verb, "late", slowstartChart, "-n", ns, "--set", "level=four", "--injector", "sidecar-injector f=FILE,sleep=3s")
+			if r.code != 0 {
+				t.Fatalf("%s", r)
+			}
+			lines := progressLines(r.stderr)
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], `progress: injector "sidecar-injector f=FILE,sleep=3s" (release "late") is running`) ||
+				!strings.HasPrefix(lines[1], `progress: injector "sidecar-injector f=FILE,sleep=3s" (release "late") finished after 3`) {
+				t.Errorf("%s progress:\n%s", verb, r.stderr)
+			}
+			if strings.Contains(r.stdout, "progress:") {
+				t.Errorf("%s: progress reached stdout", verb)
+			}
+			quiet := helmInject(t, verb, "late", slowstartChart, "-n", ns, "--set", "level=four", "--injector", "sidecar-injector f=FILE,sleep=3s", "--progress=none")
+			if quiet.code != 0 || len(progressLines(quiet.stderr)) > 0 {
+				t.Errorf("%s --progress=none:\n%s", verb, quiet)
+			}
+		})
+	}
 	t.Run("unknown --progress", func(t *testing.T) {
 		r := helmInject(t, "apply", "late", slowstartChart, "-n", ns, "--progress=fancy")
 		if r.code == 0 || !strings.Contains(r.stderr, `unknown --progress "fancy" (want auto, plain or none)`) {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/helm-inject/helm-inject/helmfile"
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/internal/progress"
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/release"
@@ -69,7 +70,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
 	f.BoolVar(&a.opts.Recreate, "recreate-pods", false, "restart the pods of the release's workloads after an upgrade (helm's deprecated --recreate-pods)")
 	f.StringVarP(&a.output, "output", "o", "table", "print the result as table, json or yaml (the release object, as helm does)")
-	f.StringVar(&a.progress, "progress", "auto", "show on stderr what the apply waits for (workloads with --wait, hook Jobs) and injectors that run long: auto (redrawn in place on a terminal, a line per change otherwise; none when helmfile runs helm-inject as helm), plain or none")
+	f.StringVar(&a.progress, "progress", "auto", "show on stderr what the apply waits for (workloads with --wait, hook Jobs) and injectors that run long: "+progressModes)
 	a.render.add(f, true)
 	f.StringArrayVar(&a.adopt, "adopt", nil, "helm-x's --adopt KIND/NAME (helmfile's adopt:): take ownership of existing resources, as --take-ownership does for every resource")
 }
@@ -146,6 +147,22 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 		return err
 	}
 	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.opts.DryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
+}
+
+// progressModes is the end of every --progress usage.
+const progressModes = "auto (redrawn in place on a terminal, a line per change otherwise; none when helmfile runs helm-inject as helm), plain or none"
+
+// showSlowInjectors makes an injector that runs long show on stderr
+// (--progress of template and diff, which wait for nothing else).
+func showSlowInjectors(flag string, stderr io.Writer, d *inject.Declared) error {
+	mode, err := progressMode(flag, stderr)
+	if err != nil {
+		return err
+	}
+	if r := progress.New(stderr, mode); r != nil {
+		d.Slow = r.Slow
+	}
+	return nil
 }
 
 // progressMode reads --progress: auto is live on a terminal, plain

@@ -37,6 +37,7 @@ type diffFlags struct {
 	suppressLines []string
 	apiVersions   []string
 	dryRunMode    string
+	progress      string
 	render        renderFlags
 }
 
@@ -47,6 +48,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.detailedExit, "detailed-exitcode", false, "exit 2 when there are changes, 0 when there are none")
 	f.IntVarP(&d.print.Context, "context", "C", 3, "lines of unchanged context around each change")
 	f.StringVar(&d.output, "output", "diff", "output format: diff, simple (names only) or json")
+	f.StringVar(&d.progress, "progress", "auto", "show on stderr injectors that run long: "+progressModes)
 	f.BoolVar(&d.print.ShowSecrets, "show-secrets", false, "show Secret values instead of masking them")
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
@@ -115,6 +117,9 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	}
 	l, err := d.load(cmd, settings, args)
 	if err != nil {
+		return err
+	}
+	if err := showSlowInjectors(d.progress, cmd.ErrOrStderr(), l.inputs.Injectors); err != nil {
 		return err
 	}
 	df, err := d.newDiff(l)

@@ -34,6 +34,7 @@ type templateFlags struct {
 	useName     bool
 	dryRunMode  string
 	pinsFile    string
+	progress    string
 }
 
 func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
@@ -56,6 +57,9 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args
 	p, err := tf.injectors.declared()
 	if err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
+	}
+	if err := showSlowInjectors(tf.progress, cmd.ErrOrStderr(), p); err != nil {
+		return err
 	}
 	if t.Render, err = tf.render.flags(tf.apiVersions); err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
@@ -98,6 +102,7 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	tf.chart.add(f)
 	tf.injectors.add(f)
 	tf.render.add(f, false)
+	f.StringVar(&tf.progress, "progress", "auto", "show on stderr injectors that run long: "+progressModes)
 	f.StringVar(&t.InjectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.StringVar(&t.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
 	f.StringSliceVarP(&tf.apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions")
