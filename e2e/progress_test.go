@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -100,6 +101,19 @@ func TestProgress(t *testing.T) {
 			}
 		})
 	}
+	t.Run("on a terminal the view is redrawn in place", func(t *testing.T) {
+		// script (util-linux) gives the command a terminal.
+		line := strings.Join([]string{filepath.Join(binDir, "helm-inject"), "apply", "late", slowstartChart, "-n", ns, "--wait",
+			"--set", "level=five", "--injector", "'sidecar-injector f=FILE'"}, " ")
+		r := command{}.mustRun(t, "script", "-qefc", line, "/dev/null")
+		if !strings.Contains(r.stdout, "\x1b[J") || !strings.Contains(r.stdout, "✓ Deployment/late-web: ready (1/1)") ||
+			!strings.Contains(r.stdout, "… Deployment/late-web: ") {
+			t.Errorf("no live view on a terminal:\n%q", r.stdout)
+		}
+		if len(progressLines(strings.ReplaceAll(r.stdout, "\r", ""))) > 0 {
+			t.Errorf("a terminal got plain progress lines:\n%q", r.stdout)
+		}
+	})
 	t.Run("unknown --progress", func(t *testing.T) {
 		r := helmInject(t, "apply", "late", slowstartChart, "-n", ns, "--progress=fancy")
 		if r.code == 0 || !strings.Contains(r.stderr, `unknown --progress "fancy" (want auto, plain or none)`) {

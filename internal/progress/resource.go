@@ -57,7 +57,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 		d, gerr := cs.AppsV1().Deployments(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
 			want := replicas(d.Spec.Replicas)
-			st = replicaState(d.Status.ReadyReplicas, d.Status.UpdatedReplicas, want, d.Status.ObservedGeneration >= d.Generation)
+			st = replicaState(d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.Replicas, want, d.Status.ObservedGeneration >= d.Generation)
 			if !st.Ready {
 				st.Text += podDetail(ctx, cs, r.Namespace, d.Spec.Selector)
 			}
@@ -65,7 +65,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 	case "StatefulSet":
 		s, gerr := cs.AppsV1().StatefulSets(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
-			st = replicaState(s.Status.ReadyReplicas, s.Status.UpdatedReplicas, replicas(s.Spec.Replicas), s.Status.ObservedGeneration >= s.Generation)
+			st = replicaState(s.Status.ReadyReplicas, s.Status.UpdatedReplicas, s.Status.Replicas, replicas(s.Spec.Replicas), s.Status.ObservedGeneration >= s.Generation)
 			if !st.Ready {
 				st.Text += podDetail(ctx, cs, r.Namespace, s.Spec.Selector)
 			}
@@ -73,7 +73,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 	case "DaemonSet":
 		ds, gerr := cs.AppsV1().DaemonSets(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
-			st = replicaState(ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration >= ds.Generation)
+			st = replicaState(ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled, ds.Status.CurrentNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration >= ds.Generation)
 			if !st.Ready {
 				st.Text += podDetail(ctx, cs, r.Namespace, ds.Spec.Selector)
 			}
@@ -121,12 +121,20 @@ func replicas(p *int32) int32 {
 	return *p
 }
 
-func replicaState(ready, updated, want int32, observed bool) State {
+// replicaState says how far a rollout is: pods of the new template
+// (updated), ready pods, and pods of an older template still running
+// (total beyond the updated ones), against the replicas wanted.
+func replicaState(ready, updated, total, want int32, observed bool) State {
+	old := total - updated
 	switch {
 	case !observed:
 		return State{Text: "rollout not started yet"}
-	case updated < want:
-		return State{Text: fmt.Sprintf("%d/%d updated, %d/%d ready", updated, want, ready, want)}
+	case updated < want || old > 0:
+		text := fmt.Sprintf("%d/%d updated, %d/%d ready", updated, want, ready, want)
+		if old > 0 {
+			text += fmt.Sprintf(", %d old still running", old)
+		}
+		return State{Text: text}
 	case ready < want:
 		return State{Text: fmt.Sprintf("%d/%d ready", ready, want)}
 	}
