@@ -198,11 +198,8 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 		if hook && (a.DisableHooks || d.IsTestHook()) || !hook && !waits {
 			continue
 		}
-		ns := d.ID.Namespace
-		if ns == "" {
-			ns = p.namespace
-		}
-		resources = append(resources, progress.Resource{Kind: d.ID.Kind, Namespace: ns, Name: d.ID.Name, Hook: hook})
+		id := d.ID.InNamespace(p.namespace)
+		resources = append(resources, progress.Resource{Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Hook: hook})
 	}
 	if len(resources) == 0 {
 		return noop

@@ -30,7 +30,7 @@ func checkKubeconfig(settings *cli.EnvSettings) error {
 		if _, err := os.Stat(explicit); err != nil {
 			return fmt.Errorf("no kubeconfig: --kubeconfig names %s, which does not exist", explicit)
 		}
-	} else if os.Getenv("KUBERNETES_SERVICE_HOST") == "" && !slices.ContainsFunc(access.GetLoadingPrecedence(), exists) {
+	} else if os.Getenv("KUBERNETES_SERVICE_HOST") == "" && len(kubeconfigFiles(access)) == 0 {
 		const fix = "; set KUBECONFIG or pass --kubeconfig to reach a cluster (helm-inject template renders without one)"
 		if env, ok := os.LookupEnv(clientcmd.RecommendedConfigPathEnvVar); ok && env != "" {
 			return fmt.Errorf("no kubeconfig: $KUBECONFIG is %q and no file it names exists%s", env, fix)
@@ -41,9 +41,9 @@ func checkKubeconfig(settings *cli.EnvSettings) error {
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	want, flag := settings.KubeContext, "--kube-context"
-	if want == "" {
-		want, flag = raw.CurrentContext, "its current-context"
+	want, flag := contextInUse(settings, raw.CurrentContext), "--kube-context"
+	if settings.KubeContext == "" {
+		flag = "its current-context"
 	}
 	if want != "" && raw.Contexts[want] == nil {
 		names := slices.Sorted(maps.Keys(raw.Contexts))
@@ -52,14 +52,27 @@ func checkKubeconfig(settings *cli.EnvSettings) error {
 			has = "the contexts " + strings.Join(names, ", ")
 		}
 		return fmt.Errorf("kube context %q (%s) is not in the kubeconfig %s, which has %s; pass one of them with --kube-context",
-			want, flag, strings.Join(slices.DeleteFunc(access.GetLoadingPrecedence(), func(p string) bool { return !exists(p) }), ":"), has)
+			want, flag, strings.Join(kubeconfigFiles(access), ":"), has)
 	}
 	return nil
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// kubeconfigFiles are the kubeconfig files client-go reads that exist:
+// --kubeconfig, else those $KUBECONFIG names, else ~/.kube/config.
+func kubeconfigFiles(access clientcmd.ConfigAccess) []string {
+	return slices.DeleteFunc(access.GetLoadingPrecedence(), func(p string) bool {
+		_, err := os.Stat(p)
+		return err != nil
+	})
+}
+
+// contextInUse is the kube context a connection uses: --kube-context, else
+// the kubeconfig's current-context.
+func contextInUse(settings *cli.EnvSettings, current string) string {
+	if settings.KubeContext != "" {
+		return settings.KubeContext
+	}
+	return current
 }
 
 // ExplainClusterError rewrites an error that comes from the cluster
@@ -125,14 +138,8 @@ func clusterServer(settings *cli.EnvSettings) (server, where string) {
 	if err != nil {
 		return "", ""
 	}
-	files := slices.DeleteFunc(loader.ConfigAccess().GetLoadingPrecedence(), func(p string) bool { return !exists(p) })
-	ctx := settings.KubeContext
-	if ctx == "" {
-		if raw, err := loader.RawConfig(); err == nil {
-			ctx = raw.CurrentContext
-		}
-	}
-	return cfg.Host, fmt.Sprintf("kubeconfig %s, context %q", strings.Join(files, ":"), ctx)
+	raw, _ := loader.RawConfig()
+	return cfg.Host, fmt.Sprintf("kubeconfig %s, context %q", strings.Join(kubeconfigFiles(loader.ConfigAccess()), ":"), contextInUse(settings, raw.CurrentContext))
 }
 
 func sameHost(requested, server string) bool {

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/helm-inject/helm-inject/helmfile"
-	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/internal/progress"
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/release"
@@ -127,7 +126,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err := checkOutput(a.output); err != nil {
 		return err
 	}
-	mode, err := progressMode(a.progress, cmd.ErrOrStderr())
+	rep, err := progressReporter(a.progress, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -139,9 +138,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err != nil {
 		return err
 	}
-	if ap.Progress = progress.New(cmd.ErrOrStderr(), mode); ap.Progress != nil {
-		ap.Injectors.Slow = ap.Progress.Slow
-	}
+	ap.Progress, ap.Injectors.Slow = rep, rep.Slow
 	res, err := ap.Run(cmd.Context(), l.name, l.src, l.vals)
 	if err != nil {
 		return err
@@ -152,17 +149,14 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 // progressModes is the end of every --progress usage.
 const progressModes = "auto (redrawn in place on a terminal, a line per change otherwise; none when helmfile runs helm-inject as helm), plain or none"
 
-// showSlowInjectors makes an injector that runs long show on stderr
-// (--progress of template and diff, which wait for nothing else).
-func showSlowInjectors(flag string, stderr io.Writer, d *inject.Declared) error {
+// progressReporter reads --progress; a nil Reporter (none) shows nothing,
+// and its Slow is a no-op for the injector pipeline.
+func progressReporter(flag string, stderr io.Writer) (*progress.Reporter, error) {
 	mode, err := progressMode(flag, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if r := progress.New(stderr, mode); r != nil {
-		d.Slow = r.Slow
-	}
-	return nil
+	return progress.New(stderr, mode), nil
 }
 
 // progressMode reads --progress: auto is live on a terminal, plain

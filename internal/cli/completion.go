@@ -118,7 +118,7 @@ func completeReleases(settings *cli.EnvSettings, prefix string) ([]string, cobra
 
 // completeNamespaces lists the cluster's namespaces.
 func completeNamespaces(settings *cli.EnvSettings) ([]string, cobra.ShellCompDirective) {
-	names, err := withTimeout(func() ([]string, error) {
+	list := func() ([]string, error) {
 		rc, err := settings.RESTClientGetter().ToRESTConfig()
 		if err != nil {
 			return nil, err
@@ -138,7 +138,8 @@ func completeNamespaces(settings *cli.EnvSettings) ([]string, cobra.ShellCompDir
 			names = append(names, ns.Name)
 		}
 		return names, nil
-	})
+	}
+	names, err := list()
 	if err != nil {
 		cobra.CompDebugln("listing namespaces: "+err.Error(), settings.Debug)
 		return nil, cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp
@@ -209,7 +210,8 @@ func outputFormats(def string) []string {
 	return []string{"table", "json", "yaml"}
 }
 
-// withTimeout runs fn, giving up after completionTimeout.
+// withTimeout runs fn, giving up after completionTimeout: helm's list
+// takes no context to bound it with.
 func withTimeout(fn func() ([]string, error)) ([]string, error) {
 	type result struct {
 		v   []string

@@ -115,13 +115,15 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 		}
 		d.print.SuppressLines = append(d.print.SuppressLines, re)
 	}
+	rep, err := progressReporter(d.progress, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	l, err := d.load(cmd, settings, args)
 	if err != nil {
 		return err
 	}
-	if err := showSlowInjectors(d.progress, cmd.ErrOrStderr(), l.inputs.Injectors); err != nil {
-		return err
-	}
+	l.inputs.Injectors.Slow = rep.Slow
 	df, err := d.newDiff(l)
 	if err != nil {
 		return err

@@ -54,13 +54,15 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 
 func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
 	t := &tf.t
+	rep, err := progressReporter(tf.progress, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	p, err := tf.injectors.declared()
 	if err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
-	if err := showSlowInjectors(tf.progress, cmd.ErrOrStderr(), p); err != nil {
-		return err
-	}
+	p.Slow = rep.Slow
 	if t.Render, err = tf.render.flags(tf.apiVersions); err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
