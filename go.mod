@@ -8,6 +8,7 @@ require (
 	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/distribution/distribution/v3 v3.1.1
 	github.com/google/go-cmp v0.7.0
+	github.com/gosuri/uitable v0.0.4
 	github.com/mattn/go-shellwords v1.0.16
 	github.com/sirupsen/logrus v1.9.4
 	github.com/spf13/cobra v1.10.2
@@ -79,7 +80,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/handlers v1.5.2 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
-	github.com/gosuri/uitable v0.0.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect

@@ -465,6 +465,12 @@ func TestHelmfilePreflight(t *testing.T) {
 			t.Fatalf("helmfile %s installed releases although the preflight failed: %s", verb, out)
 		}
 	}
+	// helmfile's global flags may follow the command: the preflight diffs
+	// the releases the sync selects, not the broken one it leaves out.
+	r := c.run(t, filepath.Join(binDir, "helm-inject"), "helmfile", "--helm-binary", helmBin(t), "sync", "--selector", "name=good")
+	if out := mustHelm(t, "list", "-n", ns, "-q").stdout; r.code != 0 || strings.TrimSpace(out) != "good" {
+		t.Errorf("helmfile sync --selector name=good installed %q:\n%s", out, r)
+	}
 }
 
 // TestHelmfilePlainForm: the plain form of docs/helmfile.md, with no

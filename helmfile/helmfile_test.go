@@ -148,6 +148,7 @@ func TestSplitCommand(t *testing.T) {
 		{[]string{"-e", "staging", "-l", "name=api", "apply", "--skip-deps"}, []string{"-e", "staging", "-l", "name=api"}, "apply"},
 		{[]string{"--file=x.yaml", "--quiet", "sync"}, []string{"--file=x.yaml", "--quiet"}, "sync"},
 		{[]string{"--state-values-set", "a=b", "diff"}, []string{"--state-values-set", "a=b"}, "diff"},
+		{[]string{"-k", "/bin/kustomize", "--repo-retries", "3", "sync"}, []string{"-k", "/bin/kustomize", "--repo-retries", "3"}, "sync"},
 		{[]string{"--help"}, []string{"--help"}, ""},
 	}
 	for _, tt := range tests {
@@ -455,8 +456,14 @@ func TestFindProgram(t *testing.T) {
 
 func TestPreflightFlags(t *testing.T) {
 	got := preflightFlags([]string{"--set", "a=1", "--values=v.yaml", "--wait", "--timeout", "300", "--skip-needs", "--reuse-values=false",
-		"--args", "-v", "--concurrency", "2", "--sync-args", "--x", "--post-renderer-args", "--inject", "--set"})
-	want := []string{"--set", "a=1", "--values=v.yaml", "--skip-needs", "--reuse-values=false", "--args", "-v", "--concurrency", "2", "--post-renderer-args", "--inject"}
+		"--args", "-v", "--concurrency", "2", "--sync-args", "--x", "--post-renderer-args", "--inject",
+		// helmfile's global flags after the command: the preflight selects
+		// the same releases, environment and cluster.
+		"-e", "prod", "--selector", "name=web", "-l=tier=db", "--kube-context", "ctx", "--skip-deps", "-i", "--detailed-exitcode",
+		"--state-values-set", "x=1", "--strip-args-values-on-exit-error=false", "--set"})
+	want := []string{"--set", "a=1", "--values=v.yaml", "--skip-needs", "--reuse-values=false", "--args", "-v", "--concurrency", "2", "--post-renderer-args", "--inject",
+		"-e", "prod", "--selector", "name=web", "-l=tier=db", "--kube-context", "ctx", "--skip-deps",
+		"--state-values-set", "x=1", "--strip-args-values-on-exit-error=false"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}

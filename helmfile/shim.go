@@ -3,13 +3,15 @@
 // post-renderer is helm-inject (upgrade, template, diff upgrade) runs the
 // inject pipeline, with the post-renderer arguments as injector flags; a
 // `dependency build` with nothing to build is answered as helm would (it
-// does nothing); every other call goes to the real helm unchanged (same
+// does nothing), and so is helmfile's `helm list` of one release inside a
+// `helm-inject helmfile` run (list.go); every other call goes to the real helm unchanged (same
 // arguments, same output, same exit code). The wrapper (`helm-inject helmfile ...`) translates
 // `injector:` and `injectors:` release fields into that form and runs the
 // real helmfile.
 package helmfile
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -119,14 +121,15 @@ type Runner func(ctx context.Context, args []string, stdin io.Reader, stdout, st
 // or template, helm-inject's own diff for every `diff upgrade` (so helmfile
 // diff and apply need no helm-diff plugin; a release without injectors is
 // diffed as plain helm would render it), nothing for a `dependency build`
-// of a chart without dependencies (what helm would do), the real helm for
-// anything else.
+// of a chart without dependencies (what helm would do), helm's own list
+// table for helmfile's list of one release, the real helm for anything
+// else.
 func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, run Runner) int {
 	c := ParseCall(args)
 	if c.Verb == "diff" || (c.Injected && (c.Verb == "upgrade" || c.Verb == "template")) {
 		return run(ctx, append(c.Rest, c.InjectArgs...), stdin, stdout, stderr)
 	}
-	if nothingToBuild(c) {
+	if nothingToBuild(c) || answerList(c, stdout) {
 		return 0
 	}
 	helm, err := RealHelm()
@@ -142,9 +145,16 @@ func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// revision failed instead of leaving it pending.
 	cmd := interrupt.Command(ctx, interrupt.HelmGrace, helm, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	var version bytes.Buffer
+	if c.Verb == "version" {
+		cmd.Stdout = io.MultiWriter(stdout, &version)
+	}
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", envPassThroughDepth, depth+1))
 	err = cmd.Run()
 	if code, ran := interrupt.ExitCode(cmd); ran {
+		if code == 0 && c.Verb == "version" {
+			recordHelmVersion(version.Bytes())
+		}
 		return code
 	}
 	fmt.Fprintf(stderr, "Error: running %s: %v\n", helm, err)

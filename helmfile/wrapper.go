@@ -181,16 +181,30 @@ var (
 		"--enforce-needs-are-installed", "--reuse-values", "--reset-values", "--take-ownership", "--no-hooks"}
 )
 
-// preflightFlags picks, from a sync's or apply's own flags, those its
-// preflight diff must be given.
+// helmfileBoolFlags are helmfile's global flags without a value that the
+// preflight diff must be given too. Global flags may also follow the
+// command (`helmfile sync -e prod -l name=web`, cobra's persistent flags):
+// the preflight must select the same releases, environment and cluster as
+// the command. --interactive is left out: the preflight asks nothing.
+var helmfileBoolFlags = []string{"--allow-failed-releases", "--allow-no-matching-release", "--color", "--no-color",
+	"--debug", "--disable-force-update", "--enable-live-output", "--enforce-plugin-verification", "--oci-plain-http",
+	"--otel-tracing", "-q", "--quiet", "--sequential-helmfiles", "--skip-deps", "--skip-refresh",
+	"--strip-args-values-on-exit-error"}
+
+// preflightFlags picks, from what follows a sync's or apply's command
+// name, the flags its preflight diff must be given: the command's flags
+// that diff shares and that change what is rendered or which releases run,
+// and helmfile's global flags.
 func preflightFlags(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		name, _, hasValue := strings.Cut(args[i], "=")
+		value := slices.Contains(diffValueFlags, name) || helmfileValueFlag(name)
+		boolean := slices.Contains(diffBoolFlags, name) || slices.Contains(helmfileBoolFlags, name)
 		switch {
-		case slices.Contains(diffValueFlags, name) && hasValue, slices.Contains(diffBoolFlags, name):
+		case value && hasValue, boolean:
 			out = append(out, args[i])
-		case slices.Contains(diffValueFlags, name) && i+1 < len(args):
+		case value && i+1 < len(args):
 			out = append(out, args[i], args[i+1])
 			i++
 		}
@@ -219,7 +233,7 @@ func helmfileValueFlag(f string) bool {
 	case "-e", "--environment", "-l", "--selector", "-f", "--file", "-b", "--helm-binary",
 		"--state-values-set", "--state-values-set-string", "--state-values-file",
 		"--kube-context", "-n", "--namespace", "-c", "--chart", "--log-level",
-		"--kubeconfig", "--kustomize-binary", "--helmfile-version":
+		"--kubeconfig", "-k", "--kustomize-binary", "--repo-retries", "--helmfile-version":
 		return true
 	}
 	return false

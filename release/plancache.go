@@ -53,6 +53,7 @@ type planKey struct {
 	Name         string
 	Ref          string
 	Namespace    string
+	Cluster      string
 	Revision     int
 	IsUpgrade    bool
 	KubeVersion  string
@@ -92,6 +93,12 @@ func (c *PlanCache) key(name string, src Source, vals map[string]any, opts chart
 		SkipSchema: opts.SkipSchemaValidation, EnableDNS: opts.EnableDNS, SubNotes: opts.SubNotes,
 		Chart: chartDigest(src.Chart), Values: values, InjectDir: injectDir,
 		Strategy: o.Reconcile, Update: o.UpdateInjectors, Current: current, RecordsThere: recordsBefore,
+	}
+	// The same release name may be in two clusters of one helmfile run
+	// (releases with their own kubeContext), and an injector may read its
+	// cluster (istioctl reads the mesh's config).
+	if rc := opts.RESTConfig; rc != nil {
+		k.Cluster = rc.Host
 	}
 	if caps := opts.Capabilities; caps != nil {
 		k.KubeVersion = caps.KubeVersion.String()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -94,6 +96,15 @@ func TestPlanCache(t *testing.T) {
 	diff(cache, map[string]any{"replicas": 3})
 	if runs() != 4 {
 		t.Errorf("%d injector runs: changed values were served from the cache", runs())
+	}
+
+	// The same release in another cluster (helmfile releases with their
+	// own kubeContext) is another plan.
+	in := inputs(cache)
+	here := cache.key("api", src, vals, chartify.RenderOptions{Namespace: "shop", RESTConfig: &rest.Config{Host: "https://a:6443"}}, in, 0, nil)
+	there := cache.key("api", src, vals, chartify.RenderOptions{Namespace: "shop", RESTConfig: &rest.Config{Host: "https://b:6443"}}, in, 0, nil)
+	if here == "" || here == there {
+		t.Errorf("the plan keys of one release in two clusters: %q and %q", here, there)
 	}
 
 	// lookup answers from the cluster at the time of the call.
