@@ -78,6 +78,7 @@ func answerList(c Call, stdout io.Writer) bool {
 		return false
 	}
 	l := action.NewList(cfg)
+	l.Limit = 256 // helm list's --max default
 	l.Filter, l.Uninstalling, l.Deployed, l.Failed, l.Pending = filter, uninstalling, deployed, failed, pending
 	l.SetStateMask()
 	rels, err := listReleases(cfg, l)
