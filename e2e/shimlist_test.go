@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/helm-inject/helm-inject/internal/testenv"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // TestShimListAsHelm: helmfile lists each release after its upgrade
@@ -19,18 +20,10 @@ import (
 func TestShimListAsHelm(t *testing.T) {
 	ns := namespace(t)
 	chart := filepath.Join(t.TempDir(), "cm")
-	for name, body := range map[string]string{
-		"Chart.yaml":          "apiVersion: v2\nname: cm\nversion: 0.3.0\nappVersion: \"2.1\"\n",
-		"templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name | default .Release.Name }}\n",
-		"templates/NOTES.txt": "notes\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(chart, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfs.Write(t, chart, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: cm\nversion: 0.3.0\nappVersion: \"2.1\"\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name | default .Release.Name }}\n",
+	})
 	// web: two revisions, deployed. bad: its upgrade was refused by the
 	// API server (an invalid name), so its newest revision failed. a.b: a
 	// name the filter's regular expression reads more widely.
@@ -64,12 +57,7 @@ func TestShimListAsHelm(t *testing.T) {
 	for _, real := range []string{helmBin(t), helm4} {
 		v3 := filepath.Base(real) == "helm"
 		t.Run(filepath.Base(real), func(t *testing.T) {
-			count := filepath.Join(t.TempDir(), "calls")
-			front := filepath.Join(t.TempDir(), "helm")
-			script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", count, real)
-			if err := os.WriteFile(front, []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			front, count := countingHelm(t, real)
 			shim := command{env: []string{"HELM_INJECT_AS_HELM=1", "HELM_INJECT_HELM=" + front, "HELM_INJECT_PLAN_CACHE=" + t.TempDir()}}
 			// helmfile asks for the version first, in every run.
 			if got, want := shim.run(t, filepath.Join(binDir, "helm-inject"), "version", "--short"), (command{}).run(t, real, "version", "--short"); got != want {
@@ -96,15 +84,24 @@ func TestShimListAsHelm(t *testing.T) {
 	}
 	// Outside a helm-inject helmfile run (no run folder), the real helm
 	// answers.
-	count := filepath.Join(t.TempDir(), "calls")
-	front := filepath.Join(t.TempDir(), "helm")
-	if err := os.WriteFile(front, []byte(fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", count, helmBin(t))), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	front, count := countingHelm(t, helmBin(t))
 	shim := command{env: []string{"HELM_INJECT_AS_HELM=1", "HELM_INJECT_HELM=" + front}}
 	shim.mustRun(t, filepath.Join(binDir, "helm-inject"), "version", "--short")
 	shim.mustRun(t, filepath.Join(binDir, "helm-inject"), calls[0].args...)
 	if data, _ := os.ReadFile(count); strings.Count(string(data), "list") != 1 {
 		t.Errorf("outside a helm-inject helmfile run the list did not reach the real helm; it saw: %q", data)
 	}
+}
+
+// countingHelm writes a script that notes each call's first argument in
+// count and runs real with the call's arguments.
+func countingHelm(t *testing.T, real string) (front, count string) {
+	t.Helper()
+	count = filepath.Join(t.TempDir(), "calls")
+	front = filepath.Join(t.TempDir(), "helm")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", count, real)
+	if err := os.WriteFile(front, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return front, count
 }
