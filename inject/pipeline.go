@@ -115,25 +115,16 @@ func Reconcile(in []manifest.Document, output, namespace string) ([]manifest.Doc
 		k := d.ID.InNamespace(namespace)
 		pending[k] = append(pending[k], i)
 	}
-	// An output document byte for byte the same as an input document
-	// parses as that one did, so it is not parsed again: injectors pass
-	// most documents they do not inject into (Services, ConfigMaps)
-	// through unchanged, and parsing is most of this check's cost.
-	unchanged := make(map[string]int, len(in))
-	for i, d := range in {
-		if _, seen := unchanged[d.Content]; !seen {
-			unchanged[d.Content] = i
-		}
-	}
+	// Injectors pass most documents they do not inject into (Services,
+	// ConfigMaps) through unchanged, and parsing is most of this check's
+	// cost: those are not parsed again.
+	known := manifest.NewKnown(in)
 	parts := manifest.Split(output)
 	result := make([]manifest.Document, len(in))
 	var added []manifest.ID
 	for n, part := range parts {
-		var d manifest.Document
-		var err error
-		if i, ok := unchanged[part]; ok {
-			d = in[i]
-		} else if d, err = manifest.Parse("", part); err != nil {
+		d, err := known.Parse("", part)
+		if err != nil {
 			return nil, fmt.Errorf("output document %d of %d: %w\n%s", n+1, len(parts), err, excerpt(redact.SecretValues(part)))
 		}
 		if d.Empty() {

@@ -209,6 +209,33 @@ func Parse(source, content string) (Document, error) {
 	}, nil
 }
 
+// Known parses documents, taking the parse of an already parsed document
+// with the same content instead of parsing again: Parse is a function of
+// the content alone, and most documents an injector returns, or a
+// deployed revision holds, are byte for byte ones already read.
+type Known map[string]Document
+
+// NewKnown returns a Known of docs.
+func NewKnown(docs []Document) Known {
+	k := make(Known, len(docs))
+	for _, d := range docs {
+		if _, seen := k[d.Content]; !seen {
+			k[d.Content] = d
+		}
+	}
+	return k
+}
+
+// Parse is Parse(source, content), from a known document of the same
+// content when there is one.
+func (k Known) Parse(source, content string) (Document, error) {
+	if d, ok := k[content]; ok {
+		d.Source = source
+		return d, nil
+	}
+	return Parse(source, content)
+}
+
 // onlyComments reports whether every line of s is blank or a comment.
 func onlyComments(s string) bool {
 	for line := range strings.Lines(s) {

@@ -192,3 +192,29 @@ func TestInNamespace(t *testing.T) {
 		t.Errorf("a resource that names its namespace keeps it: got %v", got)
 	}
 }
+
+// TestKnownParsesAsParse: a document parsed from a known one of the same
+// content is what Parse gives, source included; others are parsed.
+func TestKnownParsesAsParse(t *testing.T) {
+	known := []string{
+		"apiVersion: v1\nkind: Service\nmetadata:\n  name: a",
+		"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: post-install",
+		"# only a comment",
+	}
+	var docs []Document
+	for _, c := range known {
+		d, err := Parse("chart/templates/a.yaml", c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	k := NewKnown(docs)
+	for _, c := range append(known, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new", "kind: [", "kind: Service\nmetadata:\n  name: a") {
+		want, wantErr := Parse("chart/templates/b.yaml", c)
+		got, err := k.Parse("chart/templates/b.yaml", c)
+		if (err != nil) != (wantErr != nil) || !cmp.Equal(got, want) {
+			t.Errorf("Known.Parse(%q) = %+v, %v; Parse gives %+v, %v", c, got, err, want, wantErr)
+		}
+	}
+}

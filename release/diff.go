@@ -102,13 +102,15 @@ func (r *DiffResult) HasChanges() bool {
 
 // releaseDocuments splits a stored revision back into documents: the
 // manifest (each document led by Helm's "# Source:" comment) and the hooks.
-func releaseDocuments(rel *release.Release) ([]manifest.Document, error) {
-	docs, err := manifestDocuments(rel.Manifest)
+// A document the same as one of known (what is about to be compared with
+// it) is not parsed again.
+func releaseDocuments(rel *release.Release, known manifest.Known) ([]manifest.Document, error) {
+	docs, err := manifestDocuments(rel.Manifest, known)
 	if err != nil {
 		return nil, err
 	}
 	for _, h := range rel.Hooks {
-		d, err := manifest.Parse(h.Path, strings.TrimSpace(h.Manifest))
+		d, err := known.Parse(h.Path, strings.TrimSpace(h.Manifest))
 		if err != nil {
 			return nil, err
 		}
@@ -118,8 +120,9 @@ func releaseDocuments(rel *release.Release) ([]manifest.Document, error) {
 }
 
 // manifestDocuments splits a release manifest into documents, each named
-// by the "# Source:" comment Helm puts before it.
-func manifestDocuments(stream string) ([]manifest.Document, error) {
+// by the "# Source:" comment Helm puts before it; one the same as one of
+// known (which may be nil) is not parsed again.
+func manifestDocuments(stream string, known manifest.Known) ([]manifest.Document, error) {
 	var docs []manifest.Document
 	for _, part := range manifest.Split(stream) {
 		source := ""
@@ -127,7 +130,7 @@ func manifestDocuments(stream string) ([]manifest.Document, error) {
 			line, content, _ := strings.Cut(rest, "\n")
 			source, part = line, strings.TrimSpace(content)
 		}
-		d, err := manifest.Parse(source, part)
+		d, err := known.Parse(source, part)
 		if err != nil {
 			return nil, err
 		}

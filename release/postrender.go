@@ -25,7 +25,7 @@ func postRender(r *chartify.Rendered, pr postrender.PostRenderer) (postrender.Po
 	if err != nil {
 		return nil, fmt.Errorf("post-renderer: %w", err)
 	}
-	docs, err := manifestDocuments(out.String())
+	docs, err := manifestDocuments(out.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("post-renderer output: %w", err)
 	}

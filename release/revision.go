@@ -8,6 +8,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // revisionInputs are what, besides the plan, decides whether an apply
@@ -49,7 +50,8 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 		d.Reasons = append(d.Reasons, "the release does not exist yet: apply installs it")
 		return d, nil
 	}
-	before, err := releaseDocuments(current)
+	// With nothing changed, every deployed document is one just rendered.
+	before, err := releaseDocuments(current, manifest.NewKnown(p.rendered.Documents))
 	if err != nil {
 		return d, fmt.Errorf("reading revision %d: %w", current.Version, err)
 	}

@@ -65,7 +65,7 @@ func (s *Status) Run(name string) (*ReleaseState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	docs, err := releaseDocuments(rel)
+	docs, err := releaseDocuments(rel, nil)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}

@@ -177,7 +177,7 @@ func isSecretID(id manifest.ID) bool { return id.Kind == "Secret" && id.APIVersi
 // HideSecrets replaces each Secret of a release manifest (documents led by
 // their "# Source:" comment) by helm's --hide-secret comment.
 func HideSecrets(stored string) (string, error) {
-	docs, err := manifestDocuments(stored)
+	docs, err := manifestDocuments(stored, nil)
 	if err != nil {
 		return "", err
 	}
