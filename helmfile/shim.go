@@ -4,10 +4,10 @@
 // inject pipeline, with the post-renderer arguments as injector flags; a
 // `dependency build` with nothing to build is answered as helm would (it
 // does nothing), and so is helmfile's `helm list` of one release inside a
-// `helm-inject helmfile` run (list.go); every other call goes to the real helm unchanged (same
-// arguments, same output, same exit code). The wrapper (`helm-inject helmfile ...`) translates
-// `injector:` and `injectors:` release fields into that form and runs the
-// real helmfile.
+// `helm-inject helmfile` run (list.go); every other call goes to the real
+// helm unchanged (same arguments, same output, same exit code). The
+// wrapper (`helm-inject helmfile ...`) translates `injector:` and
+// `injectors:` release fields into that form and runs the real helmfile.
 package helmfile
 
 import (

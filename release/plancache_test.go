@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
