@@ -116,30 +116,33 @@ func completeReleases(settings *cli.EnvSettings, prefix string) ([]string, cobra
 	return rels, cobra.ShellCompDirectiveNoFileComp
 }
 
+// namespaceNames lists the cluster's namespaces, giving up after
+// completionTimeout.
+func namespaceNames(settings *cli.EnvSettings) ([]string, error) {
+	rc, err := settings.RESTClientGetter().ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ns := range nss.Items {
+		names = append(names, ns.Name)
+	}
+	return names, nil
+}
+
 // completeNamespaces lists the cluster's namespaces.
 func completeNamespaces(settings *cli.EnvSettings) ([]string, cobra.ShellCompDirective) {
-	list := func() ([]string, error) {
-		rc, err := settings.RESTClientGetter().ToRESTConfig()
-		if err != nil {
-			return nil, err
-		}
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-		defer cancel()
-		nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, ns := range nss.Items {
-			names = append(names, ns.Name)
-		}
-		return names, nil
-	}
-	names, err := list()
+	names, err := namespaceNames(settings)
 	if err != nil {
 		cobra.CompDebugln("listing namespaces: "+err.Error(), settings.Debug)
 		return nil, cobra.ShellCompDirectiveError | cobra.ShellCompDirectiveNoFileComp
