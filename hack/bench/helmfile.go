@@ -117,8 +117,20 @@ func (b *bench) helmfileMethods(chart string, releases int) ([]hfMethod, error) 
 			ms = append(ms, m)
 		}
 	}
+	// The injector alone, once per release on a release's manifests as
+	// helm-inject gives them to it (FILE form): what any way of injecting
+	// every release must spend at least.
+	ms = append(ms, hfMethod{key: injectorAlone, label: fmt.Sprintf("the injector alone, %d runs (no helmfile, no helm)", releases), base: injectorAlone,
+		argv: func(n, _ int, count string) []string {
+			loop := fmt.Sprintf("for i in $(seq %d); do %q -f %q --count-file %q >/dev/null || exit 1; done", n, b.injector, b.hfRendered(), count)
+			return []string{"sh", "-c", loop}
+		}})
 	return ms, nil
 }
+
+// hfRendered is the file of one release's rendered manifests that the
+// injector-alone runs read; measureHelmfile writes it.
+func (b *bench) hfRendered() string { return filepath.Join(b.work, "hf-rendered.yaml") }
 
 // measureHelmfile runs the helmfile comparison for each release count.
 func (b *bench) measureHelmfile(counts []int) (results, error) {
@@ -126,13 +138,9 @@ func (b *bench) measureHelmfile(counts []int) (results, error) {
 	if err := benchchart.Write(chart, b.o.hfWorkloads); err != nil {
 		return nil, err
 	}
-	// The injector alone, once per release on a release's manifests as
-	// helm-inject gives them to it (FILE form): what any way of injecting
-	// every release must spend at least.
-	rendered := filepath.Join(b.work, "hf-rendered.yaml")
 	if out, err := exec.CommandContext(b.ctx, b.helm, "template", "rel-00", chart, "--namespace", "hf-alone").Output(); err != nil {
 		return nil, fmt.Errorf("rendering the helmfile chart: %w", err)
-	} else if err := os.WriteFile(rendered, out, 0o644); err != nil {
+	} else if err := os.WriteFile(b.hfRendered(), out, 0o644); err != nil {
 		return nil, err
 	}
 	res := results{}
@@ -141,10 +149,6 @@ func (b *bench) measureHelmfile(counts []int) (results, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, hfMethod{key: injectorAlone, argv: func(releases, _ int, count string) []string {
-			loop := fmt.Sprintf("for i in $(seq %d); do %q -f %q --count-file %q >/dev/null || exit 1; done", releases, b.injector, rendered, count)
-			return []string{"sh", "-c", loop}
-		}})
 		for r := 0; r <= b.o.rounds; r++ {
 			for i := range ms {
 				m := ms[(i+r)%len(ms)]
@@ -174,16 +178,16 @@ func (b *bench) helmfileReport(head string, counts []int, res results) (string, 
 	var w strings.Builder
 	w.WriteString(head)
 	fmt.Fprintf(&w, "Each release is a chart of %d workloads (%d resources) with the fixture injector. The plain and postRenderer applies run helm-inject's shim as helmfile's helm: helmfile's apply needs a diff plugin, and the shim answers `diff upgrade` and a `dependency build` with nothing to build itself (everything else, `list` included outside a `helm-inject helmfile` run, goes to the real helm).\n\n", b.o.hfWorkloads, 2*b.o.hfWorkloads)
-	ms, err := b.helmfileMethods(filepath.Join(b.work, "hf-chart", "bench"), counts[0])
-	if err != nil {
-		return "", err
-	}
 	ratio := func(key, base string, n int) float64 { return res.wall(key, n).median / res.wall(base, n).median }
 	for _, n := range counts {
+		ms, err := b.helmfileMethods(filepath.Join(b.work, "hf-chart", "bench"), n)
+		if err != nil {
+			return "", err
+		}
 		fmt.Fprintf(&w, "### %d releases\n\n", n)
 		fmt.Fprintln(&w, "| method | wall, median (min-max) | CPU | injector runs | vs |")
 		fmt.Fprintln(&w, "|---|---:|---:|---:|---|")
-		for _, m := range append(ms, hfMethod{key: injectorAlone, label: fmt.Sprintf("the injector alone, %d runs (no helmfile, no helm)", n), base: injectorAlone}) {
+		for _, m := range ms {
 			st := res.wall(m.key, n)
 			vs := "–"
 			if m.base != m.key {
