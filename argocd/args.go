@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/redact"
 )
 
 // The plugin sidecar's own settings. An Application sets only ARGOCD_ENV_*
@@ -57,7 +58,7 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 		return fail(err)
 	}
 	p := r.Params
-	args := []string{"template", r.Release, chart, "--include-crds"}
+	args := []string{"template", "--include-crds"}
 	if r.Namespace != "" {
 		args = append(args, "--namespace", r.Namespace)
 	}
@@ -68,10 +69,11 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 		args = append(args, "--api-versions", v)
 	}
 	for _, f := range p.ValuesFiles {
-		if err := inRepo(root, appDir, "values file", f); err != nil {
+		real, err := inRepo(root, appDir, "values file", f)
+		if err != nil {
 			return fail(err)
 		}
-		args = append(args, "--values", f)
+		args = append(args, "--values", real)
 	}
 	if inlineValues != "" {
 		args = append(args, "--values", inlineValues)
@@ -106,12 +108,15 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 	if p.SkipTests {
 		args = append(args, "--skip-tests")
 	}
-	return args, nil
+	// Positionals after "--": a release or chart that starts with "-" is
+	// never taken for a flag.
+	return append(args, "--", r.Release, chart), nil
 }
 
 // chart returns the repository's root and the application's chart (the
-// "chart" parameter, else the folder itself), refusing one outside the
-// repository.
+// "chart" parameter, else the folder itself) as the physical path it
+// resolves to, refusing one outside the repository. A kustomization must
+// build from the repository alone (chartify.CheckKustomizationLocal).
 func (r *Request) chart(appDir string) (root, chart string, err error) {
 	if root, err = repoRoot(appDir, r.SourcePath); err != nil {
 		return "", "", err
@@ -119,7 +124,10 @@ func (r *Request) chart(appDir string) (root, chart string, err error) {
 	if chart = r.Params.Chart; chart == "" {
 		chart = "."
 	}
-	if err := inRepo(root, appDir, "chart", chart); err != nil {
+	if chart, err = inRepo(root, appDir, "chart", chart); err != nil {
+		return "", "", err
+	}
+	if err := chartify.CheckKustomizationLocal(chart, root); err != nil {
 		return "", "", err
 	}
 	return root, chart, nil
@@ -131,16 +139,20 @@ func (r *Request) builtinArgs(root, appDir string, pol Policy) ([]string, error)
 	p := r.Params
 	lib := p.InjectorLibrary
 	if lib != "" {
-		if err := inRepo(root, appDir, "injector library", lib); err != nil {
+		var err error
+		if lib, err = inRepo(root, appDir, "injector library", lib); err != nil {
 			return nil, err
 		}
 	} else if lib = pol.Library; lib == "" {
 		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or set %s on the plugin's sidecar", strings.Join(p.With, ", "), ParamInjectorLibrary, EnvLibrary)
 	}
-	pins := filepath.Join(appDir, inject.PinsFileName)
-	if _, err := os.Stat(pins); errors.Is(err, fs.ErrNotExist) {
+	pins, err := inRepo(root, appDir, "pins file", inject.PinsFileName)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("built-in injectors %s have no %s in %s: run \"helm-inject argocd pin --injector-library LIB --with %s %s\" and commit the file",
 			strings.Join(p.With, ", "), inject.PinsFileName, r.SourcePathOr("the application's folder"), strings.Join(p.With, " --with "), r.SourcePathOr("DIR"))
+	}
+	if err != nil {
+		return nil, err
 	}
 	args := []string{"--injector-library", lib}
 	for _, w := range p.With {
@@ -173,7 +185,7 @@ func (pol Policy) allow(spec string, parse func(string) (*inject.Command, error)
 		if len(pol.AllowedCommands) > 0 {
 			allowed = strings.Join(pol.AllowedCommands, ", ")
 		}
-		return fmt.Errorf("injector %q runs %q, which this plugin does not allow (allowed: %s; the operator lists programs in %s on the plugin's sidecar)", c.Spec, c.Argv[0], allowed, EnvAllowedCommands)
+		return fmt.Errorf("injector %q runs %q, which this plugin does not allow (allowed: %s; the operator lists programs in %s on the plugin's sidecar)", redact.String(c.Spec), c.Argv[0], allowed, EnvAllowedCommands)
 	}
 	return nil
 }
@@ -204,24 +216,41 @@ func repoRoot(appDir, sourcePath string) (string, error) {
 	return strings.TrimSuffix(abs, string(filepath.Separator)+sp), nil
 }
 
-// inRepo refuses a path that is not a relative path inside the repository
-// once symbolic links are followed: a plugin must not read the
-// repo-server's files.
-func inRepo(root, appDir, what, path string) error {
+// inRepo returns the physical path a parameter names, refusing one that
+// is not inside the repository: a plugin must not read the repo-server's
+// files, which hold other applications' checkouts and the sidecar's
+// credentials. The path is resolved as the file system resolves it, every
+// symbolic link followed before the ".." after it (filepath.Join would
+// first clean "link/../.." lexically, and check a decoy while helm read
+// the real file), and the resolved path is what is checked and what the
+// caller passes on. A comma is refused: helm splits --values on commas,
+// so one entry would name two files.
+func inRepo(root, appDir, what, path string) (string, error) {
 	if strings.Contains(path, "://") || filepath.IsAbs(path) {
-		return fmt.Errorf("%s %q: give a path relative to the application's folder, inside the repository", what, path)
+		return "", fmt.Errorf("%s %q: give a path relative to the application's folder, inside the repository", what, path)
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(appDir, path))
+	if strings.Contains(path, ",") {
+		return "", fmt.Errorf("%s %q: a path may not hold a comma", what, path)
+	}
+	real, err := filepath.EvalSymlinks(appDir + string(filepath.Separator) + path)
 	if err != nil {
-		return fmt.Errorf("%s %q: %w", what, path, err)
+		return "", fmt.Errorf("%s %q: %w", what, path, err)
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return fmt.Errorf("the repository %s: %w", root, err)
+		return "", fmt.Errorf("the repository %s: %w", root, err)
 	}
-	rel, err := filepath.Rel(realRoot, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%s %q is outside the repository", what, path)
+	if !within(realRoot, real) {
+		return "", fmt.Errorf("%s %q is outside the repository", what, path)
 	}
-	return nil
+	if strings.Contains(real, ",") {
+		return "", fmt.Errorf("%s %q: it resolves to %s, which holds a comma", what, path, real)
+	}
+	return real, nil
+}
+
+// within reports whether path is root or below it (both resolved).
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

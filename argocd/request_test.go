@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 func TestReadRequest(t *testing.T) {
@@ -70,23 +72,29 @@ func TestReadRequest(t *testing.T) {
 }
 
 func TestTemplateArgs(t *testing.T) {
-	repo := t.TempDir()
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo")
 	app := filepath.Join(repo, "apps", "web")
-	for _, d := range []string{app, filepath.Join(repo, "envs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{filepath.Join(repo, "envs", "prod.yaml"), filepath.Join(app, "helm-inject-pins.yaml")} {
-		if err := os.WriteFile(f, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	outside := filepath.Join(t.TempDir(), "secret.yaml")
-	if err := os.WriteFile(outside, nil, 0o644); err != nil {
+	testfs.Write(t, top, map[string]string{
+		"repo/envs/prod.yaml":                 "",
+		"repo/apps/web/helm-inject-pins.yaml": "",
+		// Decoys: what "s/../../outside/..." names once cleaned lexically.
+		"repo/apps/outside/secret.yaml":      "",
+		"repo/apps/outside/lib/x/1.0.0.yaml": "",
+		"repo/apps/outside/chart/Chart.yaml": "",
+		// A folder named like a values entry with a second path in it.
+		"repo/apps/web/v.yaml,/" + top + "/outside/secret.yaml": "",
+		"outside/secret.yaml":      "",
+		"outside/lib/x/1.0.0.yaml": "",
+		"outside/chart/Chart.yaml": "",
+	})
+	outside := filepath.Join(top, "outside", "secret.yaml")
+	if err := os.Symlink(outside, filepath.Join(app, "link.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(app, "link.yaml")); err != nil {
+	// A link whose target is inside the repository (Argo CD lets it
+	// through), with ".." after it.
+	if err := os.Symlink("..", filepath.Join(app, "s")); err != nil {
 		t.Fatal(err)
 	}
 	allow := Policy{AllowedCommands: []string{"linkerd"}, Library: "/plugin/injectors"}
@@ -104,16 +112,30 @@ func TestTemplateArgs(t *testing.T) {
 			name:   "everything",
 			params: Params{ValuesFiles: []string{"../../envs/prod.yaml"}, Set: map[string]string{"b": "1,2", "a": "x"}, Injector: []string{"linkerd inject,--manual,FILE"}, With: []string{"log-shipper@^1"}, WithSet: map[string]string{"log-shipper.destination": "logs:24224"}, SkipInjectTests: true},
 			policy: allow,
-			want: []string{"template", "web", ".", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
-				"--values", "../../envs/prod.yaml", "--values", "/tmp/inline.yaml", "--set", "a=x", "--set", `b=1\,2`,
+			want: []string{"template", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", filepath.Join(repo, "envs", "prod.yaml"), "--values", "/tmp/inline.yaml", "--set", "a=x", "--set", `b=1\,2`,
 				"--injector", "linkerd inject,--manual,FILE",
 				"--injector-library", "/plugin/injectors", "--with", "log-shipper@^1", "--with-set", "log-shipper.destination=logs:24224", "--injector-pins", filepath.Join(app, "helm-inject-pins.yaml"),
-				"--skip-inject-tests"},
+				"--skip-inject-tests", "--", "web", app},
+		},
+		{
+			name:   "paths are passed resolved",
+			params: Params{Chart: "s/web", ValuesFiles: []string{"s/../envs/prod.yaml"}, With: []string{"x"}, InjectorLibrary: "s/outside/lib"},
+			policy: allow,
+			want: []string{"template", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", filepath.Join(repo, "envs", "prod.yaml"), "--values", "/tmp/inline.yaml",
+				"--injector-library", filepath.Join(repo, "apps", "outside", "lib"), "--with", "x", "--injector-pins", filepath.Join(app, "helm-inject-pins.yaml"),
+				"--", "web", app},
 		},
 		{name: "a program not allowed", params: Params{Inject: []string{"linkerd2 inject FILE"}}, policy: allow, wantErr: `application web: injector "linkerd2 inject FILE" runs "linkerd2", which this plugin does not allow (allowed: linkerd; the operator lists programs in HELM_INJECT_ALLOWED_COMMANDS`},
 		{name: "no program allowed", params: Params{Inject: []string{"linkerd inject FILE"}}, wantErr: "(allowed: none;"},
 		{name: "a path out of the repository", params: Params{ValuesFiles: []string{"../../../x.yaml"}}, wantErr: "values file \"../../../x.yaml\""},
 		{name: "a link out of the repository", params: Params{ValuesFiles: []string{"link.yaml"}}, wantErr: `values file "link.yaml" is outside the repository`},
+		{name: "a comma smuggles a second values file", params: Params{ValuesFiles: []string{"v.yaml," + outside}}, wantErr: `values file "v.yaml,` + outside + `": a path may not hold a comma`},
+		{name: "a values file through a link and ..", params: Params{ValuesFiles: []string{"s/../../outside/secret.yaml"}}, wantErr: `values file "s/../../outside/secret.yaml" is outside the repository`},
+		{name: "a chart through a link and ..", params: Params{Chart: "s/../../outside/chart"}, wantErr: `chart "s/../../outside/chart" is outside the repository`},
+		{name: "a library through a link and ..", params: Params{With: []string{"x"}, InjectorLibrary: "s/../../outside/lib"}, policy: allow, wantErr: `injector library "s/../../outside/lib" is outside the repository`},
+		{name: "a library out of the repository", params: Params{With: []string{"x"}, InjectorLibrary: "../../../outside/lib"}, policy: allow, wantErr: `injector library "../../../outside/lib" is outside the repository`},
 		{name: "a remote chart", params: Params{Chart: "oci://registry.example/charts/web"}, wantErr: "chart \"oci://registry.example/charts/web\": give a path relative"},
 		{name: "built-ins without a library", params: Params{With: []string{"log-shipper"}}, wantErr: "built-in injectors log-shipper need a library"},
 	}

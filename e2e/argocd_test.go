@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -409,5 +412,79 @@ func TestArgoCDPinning(t *testing.T) {
 	r := runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", "shop"), argoEnv(t, "shop", "apps/shop", params, nil))
 	if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, "helm-inject argocd pin") || !strings.Contains(r.stderr, "apps/shop") {
 		t.Errorf("an application without pins: want a refusal that says how to pin it:\n%s", r)
+	}
+}
+
+// TestArgoCDStaysInTheRepository: an Application cannot make generate read
+// a file outside its repository or reach the network, by any of the ways a
+// security review found: a comma in a values file entry (helm splits
+// --values on commas), an in-repository link followed by "..", or a
+// kustomization with a remote resource. Each is refused, naming the
+// application and the entry; the outside file's content is never printed
+// and the remote resource is never fetched.
+func TestArgoCDStaysInTheRepository(t *testing.T) {
+	plugin := shippedPlugin(t)
+	repo := argoRepo(t)
+	app := filepath.Join(repo, "apps", "web")
+	const secret = "tenant-b-password-4711"
+	outside := filepath.Join(filepath.Dir(repo), "outside")
+	testfs.Write(t, outside, map[string]string{"secret.yaml": "greeting: " + secret + "\n"})
+	// A folder named like the entry, so the entry exists as one path.
+	testfs.Write(t, app, map[string]string{"v.yaml," + outside + "/secret.yaml": "x: 1\n"})
+	testfs.Write(t, repo, map[string]string{"apps/outside/secret.yaml": "greeting: decoy\n"})
+	if err := os.Symlink("..", filepath.Join(app, "s")); err != nil {
+		t.Fatal(err)
+	}
+	var fetched atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetched.Add(1)
+		fmt.Fprint(w, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: remote\ndata:\n  leaked: "+secret+"\n")
+	}))
+	defer srv.Close()
+	testfs.Write(t, repo, map[string]string{
+		"apps/kust/kustomization.yaml": "resources:\n- cm.yaml\n- " + srv.URL + "/cm.yaml\n",
+		"apps/kust/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n",
+	})
+
+	for name, tc := range map[string]struct {
+		app     string
+		params  []argoParam
+		message string
+	}{
+		"comma in a values file": {
+			app:     "web",
+			params:  []argoParam{{Name: "values-files", Array: []string{"v.yaml," + outside + "/secret.yaml"}}},
+			message: "a path may not hold a comma",
+		},
+		"values file through a link and ..": {
+			app:     "web",
+			params:  []argoParam{{Name: "values-files", Array: []string{"s/../../outside/secret.yaml"}}},
+			message: `values file "s/../../outside/secret.yaml" is outside the repository`,
+		},
+		"chart through a link and ..": {
+			app:     "web",
+			params:  []argoParam{{Name: "chart", String: str("s/../../outside")}},
+			message: `chart "s/../../outside" is outside the repository`,
+		},
+		"kustomization with a remote resource": {
+			app:     "kust",
+			message: `resources entry "` + srv.URL + `/cm.yaml" is remote`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", tc.app), argoEnv(t, tc.app, "apps/"+tc.app, tc.params, nil))
+			if r.code == 0 || r.stdout != "" {
+				t.Fatalf("want a refusal with nothing on stdout:\n%s", r)
+			}
+			if !strings.Contains(r.stderr, tc.message) || !strings.Contains(r.stderr, "application "+tc.app) {
+				t.Errorf("stderr does not name the application and say %q:\n%s", tc.message, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("the outside file's content was printed:\n%s", r)
+			}
+		})
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Errorf("the remote kustomize resource was fetched %d times", n)
 	}
 }

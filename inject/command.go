@@ -3,14 +3,21 @@ package inject
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/helm-inject/helm-inject/internal/redact"
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // Command is an external injector program. It receives the manifests in a
@@ -87,7 +94,7 @@ func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("timed out and was killed%s", stderr.suffix())
+			return nil, fmt.Errorf("timed out and was killed%s", stderr.suffix(manifests))
 		}
 		return nil, fmt.Errorf("interrupted: %w", ctxErr)
 	}
@@ -99,9 +106,9 @@ func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte
 		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return nil, fmt.Errorf("killed by signal %s%s", ws.Signal(), stderr.suffix())
+			return nil, fmt.Errorf("killed by signal %s%s", ws.Signal(), stderr.suffix(manifests))
 		}
-		return nil, fmt.Errorf("exited with status %d%s", ee.ExitCode(), stderr.suffix())
+		return nil, fmt.Errorf("exited with status %d%s", ee.ExitCode(), stderr.suffix(manifests))
 	default:
 		return nil, fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
 	}
@@ -123,12 +130,16 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// suffix formats the captured stderr for an error message.
-func (t *tailBuffer) suffix() string {
+// suffix formats the captured stderr for an error message. An injector
+// may echo its input there, so what it printed is masked as an excerpt is
+// (redact.SecretValues), and so is every value of a Secret it was given
+// (manifests), in whatever form it prints it.
+func (t *tailBuffer) suffix(manifests []byte) string {
 	s := strings.TrimSpace(string(t.buf))
 	if s == "" {
 		return " (no output on stderr)"
 	}
+	s = redact.Known(redact.URLs(redact.SecretValues(s)), secretData(manifests))
 	if t.cut {
 		s = "..." + s
 	}
@@ -140,4 +151,42 @@ func (t *tailBuffer) suffix() string {
 func notOnPath(program string) error {
 	return fmt.Errorf("program %q is in no folder of $PATH (%s); install it there, or write its path in the injector spec (for example /usr/local/bin/%s)",
 		program, os.Getenv("PATH"), program)
+}
+
+// secretData is every value of the Secrets in manifests: as written,
+// base64-decoded, and each line of a value on its own.
+func secretData(manifests []byte) []string {
+	var values []string
+	add := func(v string) {
+		values = append(values, v)
+		if strings.Contains(v, "\n") {
+			for _, l := range strings.Split(v, "\n") {
+				values = append(values, strings.TrimSpace(l))
+			}
+		}
+	}
+	for _, doc := range manifest.Split(string(manifests)) {
+		if !redact.SecretLike(doc) {
+			continue
+		}
+		var s struct {
+			Data       map[string]string `yaml:"data"`
+			StringData map[string]string `yaml:"stringData"`
+		}
+		if yaml.Unmarshal([]byte(doc), &s) != nil {
+			continue
+		}
+		for _, v := range s.Data {
+			add(v)
+			if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v)); err == nil {
+				add(string(b))
+			}
+		}
+		for _, v := range s.StringData {
+			add(v)
+		}
+	}
+	// The longest first, so a value is masked whole before a line of it.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	return values
 }

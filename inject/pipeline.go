@@ -89,7 +89,7 @@ func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Docum
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if p.Slow != nil {
-		defer p.Slow(fmt.Sprintf("injector %q (release %q)", inj.Name(), env.Release))()
+		defer p.Slow(fmt.Sprintf("injector %q (release %q)", redact.String(inj.Name()), env.Release))()
 	}
 	if di, ok := inj.(DocumentInjector); ok {
 		return di.InjectDocuments(ctx, in, env)

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -251,5 +252,57 @@ func TestInvalidOutputExcerptHidesSecretValues(t *testing.T) {
 	p := &Pipeline{Injectors: []Injector{mustCommand(t, "cat "+out)}}
 	if _, _, err := p.Run(t.Context(), docs(t, cmC), Env{Release: "shop", Namespace: "ns"}); err == nil || !strings.Contains(err.Error(), "level: debug") {
 		t.Errorf("ConfigMap excerpt: %v", err)
+	}
+}
+
+// TestInjectorStderrHidesSecretValues: an injector that fails and quotes
+// its input on stderr (whole, one value of it, or a decoded value) gets
+// no value of a Secret it was given into the error; other stderr stays.
+func TestInjectorStderrHidesSecretValues(t *testing.T) {
+	const plain, line2 = "correct-horse-battery", "second-line-4711"
+	encoded := base64.StdEncoding.EncodeToString([]byte(plain + "\n" + line2))
+	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  password: " + encoded + "\nstringData:\n  name: plain-string-data"
+	for name, body := range map[string]string{
+		"its input":         `cat >&2; echo "bad input" >&2; exit 3`,
+		"one encoded value": `echo "cannot parse ` + encoded + `: bad input" >&2; exit 3`,
+		"a decoded value":   `echo "user ` + plain + ` rejected: bad input" >&2; exit 3`,
+		"one decoded line":  `echo "line ` + line2 + ` rejected: bad input" >&2; exit 3`,
+		"a stringData key":  `echo "name plain-string-data: bad input" >&2; exit 3`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &Pipeline{Injectors: []Injector{mustCommand(t, script(t, body))}}
+			_, _, err := p.Run(t.Context(), docs(t, secret), Env{Release: "shop", Namespace: "ns"})
+			if err == nil {
+				t.Fatal("a failing injector was accepted")
+			}
+			for _, v := range []string{plain, line2, encoded, "plain-string-data"} {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the error quotes %q:\n%s", v, err)
+				}
+			}
+			// Where stderr quotes a Secret, its lines are masked as an
+			// excerpt is; elsewhere the injector's own message stays.
+			if !strings.Contains(err.Error(), "exited with status 3") || (name != "its input" && !strings.Contains(err.Error(), "bad input")) {
+				t.Errorf("the error lost the injector's own message:\n%s", err)
+			}
+		})
+	}
+}
+
+// TestSlowInjectorIsNamedRedacted: what the progress line names (a long
+// injector run, printed on stderr, so in CI logs) holds no credential of
+// the spec.
+func TestSlowInjectorIsNamedRedacted(t *testing.T) {
+	var named []string
+	p := &Pipeline{
+		Injectors: []Injector{mustCommand(t, "cat --token S3CR3T-TOKEN")},
+		Slow: func(what string) func() {
+			named = append(named, what)
+			return func() {}
+		},
+	}
+	_, _, _ = p.Run(t.Context(), docs(t, cmC), Env{Release: "shop", Namespace: "ns"})
+	if len(named) != 1 || strings.Contains(named[0], "S3CR3T") || !strings.Contains(named[0], "--token xxxxx") {
+		t.Errorf("the slow injector is shown as %q", named)
 	}
 }

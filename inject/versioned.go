@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/helm-inject/helm-inject/internal/redact"
 )
 
 // ReconcileStrategy says when a release moves to a newer version of a
@@ -106,7 +108,7 @@ func (d *Declared) Resolve(c Choice) (*Pipeline, error) {
 		case Injector:
 			p.Injectors = append(p.Injectors, s)
 		default:
-			return nil, fmt.Errorf("injector %s: %T can neither run nor be resolved", spec.Name(), spec)
+			return nil, fmt.Errorf("injector %s: %T can neither run nor be resolved", redact.String(spec.Name()), spec)
 		}
 	}
 	return p, nil

@@ -19,6 +19,22 @@ func TestString(t *testing.T) {
 		{"istioctl kube-inject -f FILE --meshConfigFile mesh.yaml", "istioctl kube-inject -f FILE --meshConfigFile mesh.yaml"},
 		{"./charts/web", "./charts/web"},
 		{`release "web": chart https://u:p@host/c.tgz: 401`, `release "web": chart https://xxxxx@host/c.tgz: 401`},
+		// A password holding '@': the userinfo runs to the last '@'.
+		{"https://user:p@ssw0rd@host/c.tgz", "https://xxxxx@host/c.tgz"},
+		{"https://host/c.tgz?key=SECRETKEY&v=1", "https://host/c.tgz?key=xxxxx&v=1"},
+		{"https://host/c.tgz?v=1&apikey=SECRETKEY", "https://host/c.tgz?v=1&apikey=xxxxx"},
+		{"user:pw@charts.example/c.tgz", "xxxxx@charts.example/c.tgz"},
+		{"--repo robot:s3cr3t@charts.example", "--repo xxxxx@charts.example"},
+		{"git@git.example:org/repo.git", "git@git.example:org/repo.git"},
+		{"curl -H 'Authorization: Bearer abc.def' FILE", "curl -H 'Authorization: Bearer xxxxx' FILE"},
+		{"curl -H \"Authorization: Basic dXNlcjpwdw==\" FILE", "curl -H \"Authorization: Basic xxxxx\" FILE"},
+		{"my-injector --header=authorization=s3cr3t FILE", "my-injector --header=authorization=xxxxx FILE"},
+		// A value-less flag does not swallow the option after it.
+		{"my-injector --password-stdin --token s3cr3t FILE", "my-injector --password-stdin --token xxxxx FILE"},
+		{"my-injector --token --token s3cr3t FILE", "my-injector --token --token xxxxx FILE"},
+		{"my-injector --key s3cr3t --keyring /etc/keys FILE", "my-injector --key xxxxx --keyring /etc/keys FILE"},
+		{"sidecar-injector f=FILE,key=s3cr3t", "sidecar-injector f=FILE,key=xxxxx"},
+		{"my-injector --label 'token=s3cr3t' FILE", "my-injector --label 'token=s3cr3t' FILE"},
 	}
 	for _, tt := range tests {
 		if got := String(tt.in); got != tt.want {
@@ -32,6 +48,12 @@ func TestSecretValues(t *testing.T) {
 		{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: ns\ntype: Opaque\ndata:\n  token: c2VjcmV0\n  cert: |\n    -----BEGIN\n  - item",
 			"apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: ns\ntype: Opaque\ndata:\n  token: xxxxx\n  cert: xxxxx\n    xxxxx\n  - xxxxx"},
 		{`{"kind":"Secret","data":{"a":"b"}}`, `xxxxx`},
+		// Data is masked by where it is, whatever its key is called.
+		{"kind: Secret\nmetadata:\n  name: creds\n  labels:\n    name: l1\ndata:\n  name: bmFtZQ==\n  type: dHlwZQ==\n  namespace: bnM=\n  kind: a2luZA==\nstringData:\n  apiVersion: plain\n",
+			"kind: Secret\nmetadata:\n  name: creds\n  labels:\n    name: xxxxx\ndata:\n  name: xxxxx\n  type: xxxxx\n  namespace: xxxxx\n  kind: xxxxx\nstringData:\n  apiVersion: xxxxx\n"},
+		// A block scalar's lines are data, even when they look like keys.
+		{"kind: Secret\nstringData:\n  config: |\n    name: admin\n    password: hunter2\nmetadata:\n  name: s\n",
+			"kind: Secret\nstringData:\n  config: xxxxx\n    xxxxx\n    xxxxx\nmetadata:\n  name: s\n"},
 		{"kind: ConfigMap\ndata:\n  a: b", "kind: ConfigMap\ndata:\n  a: b"},
 	}
 	for _, tt := range tests {
