@@ -1,7 +1,13 @@
 package inject
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
 	"text/template"
 	"text/template/parse"
 
@@ -22,8 +28,10 @@ func removedFunc(name string) (reason string, removed bool) {
 		return "it reads the environment of the machine running helm-inject; declare a parameter and pass the value", true
 	case "getHostByName":
 		return "it makes a DNS lookup, so the result depends on where helm-inject runs; pass the address as a parameter", true
-	case "now", "ago":
-		return "it reads the clock, so every run renders different bytes", true
+	case "now", "ago", "unixEpoch", "durationRound", "dateModify", "date_modify", "mustDateModify", "must_date_modify":
+		return "it reads the clock or computes with a time, so every run renders different bytes", true
+	case "date", "dateInZone", "date_in_zone", "htmlDate", "htmlDateInZone", "toDate", "mustToDate":
+		return "it reads the clock or the machine's time zone, so two runs or two machines render different bytes", true
 	case "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4":
 		return "it is random, so every run renders different bytes", true
 	case "genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey",
@@ -31,6 +39,147 @@ func removedFunc(name string) (reason string, removed bool) {
 		return "it uses a random key, salt or serial number, so every run renders different bytes; create secrets outside the injector", true
 	}
 	return "", false
+}
+
+// Bounds of a definition's execution. A definition comes from a shared
+// library, so a mistake in one (or a hostile one) must not hang or exhaust
+// the machine that renders it: lists are at most maxListLen items, a
+// repeated or padded string at most maxStringLen bytes, and one rendered
+// patch at most maxRenderBytes; the run ends with its context
+// (--injector-timeout, Ctrl-C, SIGTERM).
+const (
+	maxListLen     = 10000
+	maxStringLen   = 1 << 20
+	maxRenderBytes = 4 << 20
+)
+
+// boundedFuncs replace sprig's and text/template's functions that build a
+// result of a size their arguments choose.
+func boundedFuncs() template.FuncMap {
+	sf := sprig.TxtFuncMap()
+	until := sf["until"].(func(int) []int)
+	untilStep := sf["untilStep"].(func(int, int, int) []int)
+	seq := sf["seq"].(func(...int) string)
+	indent := sf["indent"].(func(int, string) string)
+	nindent := sf["nindent"].(func(int, string) string)
+	tooLong := func(fn string, n int, limit int) error {
+		return fmt.Errorf("%s: %d is over the limit of %d in injector definitions", fn, n, limit)
+	}
+	steps := func(start, stop, step int) int {
+		switch {
+		case step == 0:
+			return 0
+		case (stop-start)/step < 0:
+			return 0
+		}
+		return (stop - start) / step
+	}
+	return template.FuncMap{
+		"until": func(n int) ([]int, error) {
+			if n > maxListLen || -n > maxListLen {
+				return nil, tooLong("until", n, maxListLen)
+			}
+			return until(n), nil
+		},
+		"untilStep": func(start, stop, step int) ([]int, error) {
+			if n := steps(start, stop, step); n > maxListLen {
+				return nil, tooLong("untilStep", n, maxListLen)
+			}
+			return untilStep(start, stop, step), nil
+		},
+		"seq": func(params ...int) (string, error) {
+			start, stop, step := 1, 0, 1
+			switch len(params) {
+			case 1:
+				stop = params[0]
+			case 2:
+				start, stop = params[0], params[1]
+			case 3:
+				start, step, stop = params[0], params[1], params[2]
+			}
+			if stop < start && step > 0 {
+				step = -step
+			}
+			if n := steps(start, stop, step); n > maxListLen {
+				return "", tooLong("seq", n, maxListLen)
+			}
+			return seq(params...), nil
+		},
+		"repeat": func(count int, str string) (string, error) {
+			if count > 0 && len(str) > 0 && count > maxStringLen/len(str) {
+				return "", tooLong("repeat", count*len(str), maxStringLen)
+			}
+			return strings.Repeat(str, max(count, 0)), nil
+		},
+		"indent": func(n int, s string) (string, error) {
+			if n > maxListLen {
+				return "", tooLong("indent", n, maxListLen)
+			}
+			return indent(n, s), nil
+		},
+		"nindent": func(n int, s string) (string, error) {
+			if n > maxListLen {
+				return "", tooLong("nindent", n, maxListLen)
+			}
+			return nindent(n, s), nil
+		},
+		"printf": func(format string, args ...any) (string, error) {
+			for _, m := range printfWidth.FindAllStringSubmatch(format, -1) {
+				for _, w := range m[1:] {
+					if w == "*" {
+						return "", errors.New("printf: a width or precision from an argument (*) is not allowed in injector definitions")
+					}
+					if n, err := strconv.Atoi(w); err == nil && n > maxListLen {
+						return "", tooLong("printf width", n, maxListLen)
+					}
+				}
+			}
+			return fmt.Sprintf(format, args...), nil
+		},
+	}
+}
+
+// printfWidth finds the width and precision of each verb of a format.
+var printfWidth = regexp.MustCompile(`%[-+# 0]*(\*|\d*)(?:\.(\*|\d*))?`)
+
+// renderWriter collects a rendered patch, refusing to grow past
+// maxRenderBytes and stopping at the end of ctx.
+type renderWriter struct {
+	ctx context.Context
+	buf strings.Builder
+}
+
+func (w *renderWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if w.buf.Len()+len(p) > maxRenderBytes {
+		return 0, fmt.Errorf("the rendered patch is over %d bytes", maxRenderBytes)
+	}
+	return w.buf.Write(p)
+}
+
+// execute renders the definition's template with data. It stops at the
+// end of ctx even when the template writes nothing and calls no function
+// (a definition calling itself exponentially): text/template cannot be
+// interrupted, so the execution is left to finish in the background and
+// its result dropped; helm-inject then exits with the error.
+func (d *Definition) execute(ctx context.Context, data any) (string, error) {
+	w := &renderWriter{ctx: ctx}
+	done := make(chan error, 1)
+	go func() { done <- d.tmpl.Execute(w, data) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				err = ctxErr
+			}
+			return "", fmt.Errorf("template of %s: %w", d.Ref(), err)
+		}
+		return w.buf.String(), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("template of %s: stopped: %w", d.Ref(), context.Cause(ctx))
+	}
 }
 
 // RemovedFuncs lists the sprig functions injector templates cannot call.
@@ -57,6 +206,7 @@ func parseTemplate(name, text string) (*template.Template, error) {
 			funcs[f] = func(...any) (any, error) { return nil, fmt.Errorf("%s is not available", f) }
 		}
 	}
+	maps.Copy(funcs, boundedFuncs())
 	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, err

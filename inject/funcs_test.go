@@ -1,11 +1,19 @@
 package inject
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/Masterminds/sprig/v3"
+
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // TestRemovedFuncsRefused: a definition that calls a removed function, in
@@ -25,6 +33,12 @@ func TestRemovedFuncsRefused(t *testing.T) {
 		{"env in parentheses", `{{ (env "HOME") | quote }}`, "env", ":1:"},
 		{"env in a defined template", "{{ define \"x\" }}{{ env \"A\" }}{{ end }}annotations: {}", "env", ":1:"},
 		{"env as template argument", "{{ define \"x\" }}{{ . }}{{ end }}{{ template \"x\" (env \"A\") }}", "env", ":1:"},
+		{"date formats in the local zone", `annotations: {a: {{ date "2006" 0 | quote }}}`, "date", ":1:"},
+		{"toDate parses in the local zone", `annotations: {a: {{ toDate "2006" "2026" | quote }}}`, "toDate", ":1:"},
+		{"htmlDate", `annotations: {a: {{ htmlDate 0 | quote }}}`, "htmlDate", ":1:"},
+		{"dateInZone", `annotations: {a: {{ dateInZone "2006" 0 "UTC" | quote }}}`, "dateInZone", ":1:"},
+		{"durationRound", `annotations: {a: {{ durationRound "2h" | quote }}}`, "durationRound", ":1:"},
+		{"unixEpoch", `annotations: {a: {{ unixEpoch 0 | quote }}}`, "unixEpoch", ":1:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +75,7 @@ func TestAllowedFuncsRenderTheSameBytes(t *testing.T) {
   b64: {{ .Params.dest | b64enc | quote }}
   list: {{ list "b" "a" | sortAlpha | join "," | quote }}
   dict: {{ dict "k" "v" | toJson | quote }}
-  date: {{ "2026-01-02" | toDate "2006-01-02" | date "Jan 2" | quote }}`)
+  duration: {{ duration 90 | quote }}`)
 	d, err := ParseDefinition("pure.yaml", []byte(def))
 	if err != nil {
 		t.Fatal(err)
@@ -77,29 +91,154 @@ func TestAllowedFuncsRenderTheSameBytes(t *testing.T) {
 	}
 }
 
-// TestRemovedFuncsDocumented: docs/versioned-injectors.md lists exactly
-// the removed functions.
+// TestRemovedFuncsDocumented: the table of docs/versioned-injectors.md
+// lists exactly the removed functions (read from the table's first
+// column, not filtered through the code's own list).
 func TestRemovedFuncsDocumented(t *testing.T) {
 	b, err := os.ReadFile("../docs/versioned-injectors.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "## Template functions")
+	_, section, ok := strings.Cut(string(b), "| removed | why |")
 	if !ok {
-		t.Fatal(`docs/versioned-injectors.md has no "## Template functions" section`)
+		t.Fatal(`docs/versioned-injectors.md has no "| removed | why |" table`)
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section, _, _ = strings.Cut(section, "\n\n")
 	var documented []string
-	for _, m := range regexp.MustCompile("`([A-Za-z0-9]+)`").FindAllStringSubmatch(section, -1) {
-		if _, removed := removedFunc(m[1]); removed {
+	for _, row := range strings.Split(section, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 3 || strings.HasPrefix(cells[1], "---") {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([A-Za-z0-9_]+)`").FindAllStringSubmatch(cells[1], -1) {
 			documented = append(documented, m[1])
 		}
 	}
 	want := RemovedFuncs()
 	slices.Sort(want)
 	slices.Sort(documented)
-	documented = slices.Compact(documented)
 	if !slices.Equal(documented, want) {
 		t.Errorf("documented removed functions %v, want %v", documented, want)
+	}
+}
+
+// allowedSprigFuncs are the sprig functions a definition may call, each
+// reviewed: none reads the machine, the network, the clock, the time zone
+// or a random source.
+var allowedSprigFuncs = []string{
+	"abbrev", "abbrevboth", "add", "add1", "add1f", "addf", "adler32sum", "all", "any", "append", "atoi",
+	"b32dec", "b32enc", "b64dec", "b64enc", "base", "biggest", "buildCustomCert", "camelcase", "cat", "ceil",
+	"chunk", "clean", "coalesce", "compact", "concat", "contains", "decryptAES", "deepCopy", "deepEqual",
+	"default", "derivePassword", "dict", "dig", "dir", "div", "divf", "duration", "empty", "ext", "fail",
+	"first", "float64", "floor", "fromJson", "get", "has", "hasKey", "hasPrefix", "hasSuffix", "hello",
+	"indent", "initial", "initials", "int", "int64", "isAbs", "join", "kebabcase", "keys", "kindIs", "kindOf",
+	"last", "list", "lower", "max", "maxf", "merge", "mergeOverwrite", "min", "minf", "mod", "mul", "mulf",
+	"mustAppend", "mustChunk", "mustCompact", "mustDeepCopy", "mustFirst", "mustFromJson", "mustHas",
+	"mustInitial", "mustLast", "mustMerge", "mustMergeOverwrite", "mustPrepend", "mustPush", "mustRegexFind",
+	"mustRegexFindAll", "mustRegexMatch", "mustRegexReplaceAll", "mustRegexReplaceAllLiteral", "mustRegexSplit",
+	"mustRest", "mustReverse", "mustSlice", "mustToJson", "mustToPrettyJson", "mustToRawJson", "mustUniq",
+	"mustWithout", "nindent", "nospace", "omit", "osBase", "osClean", "osDir", "osExt", "osIsAbs", "pick",
+	"pluck", "plural", "prepend", "push", "quote", "regexFind", "regexFindAll", "regexMatch", "regexQuoteMeta",
+	"regexReplaceAll", "regexReplaceAllLiteral", "regexSplit", "repeat", "replace", "rest", "reverse", "round",
+	"semver", "semverCompare", "seq", "set", "sha1sum", "sha256sum", "sha512sum", "slice", "snakecase",
+	"sortAlpha", "split", "splitList", "splitn", "squote", "sub", "subf", "substr", "swapcase", "ternary",
+	"title", "toDecimal", "toJson", "toPrettyJson", "toRawJson", "toString", "toStrings", "trim", "trimAll",
+	"trimPrefix", "trimSuffix", "trimall", "trunc", "tuple", "typeIs", "typeIsLike", "typeOf", "uniq", "unset",
+	"until", "untilStep", "untitle", "upper", "urlJoin", "urlParse", "values", "without", "wrap", "wrapWith",
+}
+
+// TestSprigFuncsReviewed: every function of sprig's map is either on the
+// reviewed allowed list or removed, never both; a sprig upgrade that adds
+// a function fails here until someone decides which it is.
+func TestSprigFuncsReviewed(t *testing.T) {
+	for name := range sprig.TxtFuncMap() {
+		_, removed := removedFunc(name)
+		allowed := slices.Contains(allowedSprigFuncs, name)
+		switch {
+		case !allowed && !removed:
+			t.Errorf("sprig function %q is neither reviewed as allowed nor removed", name)
+		case allowed && removed:
+			t.Errorf("sprig function %q is both allowed and removed", name)
+		}
+	}
+	for _, name := range allowedSprigFuncs {
+		if _, ok := sprig.TxtFuncMap()[name]; !ok {
+			t.Errorf("allowed function %q is not in sprig", name)
+		}
+	}
+	if n := len(RemovedFuncs()); n+len(allowedSprigFuncs) != len(sprig.TxtFuncMap()) {
+		t.Errorf("%d removed + %d allowed != %d sprig functions", n, len(allowedSprigFuncs), len(sprig.TxtFuncMap()))
+	}
+}
+
+// TestDefinitionRunIsBounded: a definition that would build a huge list or
+// string, or render a huge patch, fails with the limit named; one that
+// never ends (its templates call each other exponentially, writing
+// nothing) stops at the injector timeout.
+func TestDefinitionRunIsBounded(t *testing.T) {
+	tests := []struct{ name, template, want string }{
+		{"until", `{{ range until 30000000 }}{{ end }}annotations: {}`, "until: 30000000 is over the limit of 10000"},
+		{"untilStep", `{{ range untilStep 0 30000000 1 }}{{ end }}annotations: {}`, "untilStep: 30000000 is over the limit of 10000"},
+		{"seq", `annotations: {a: {{ seq 30000000 | quote }}}`, "seq: 29999999 is over the limit of 10000"},
+		{"repeat", `annotations: {a: {{ repeat 100000000 "ab" | quote }}}`, "repeat: 200000000 is over the limit of 1048576"},
+		{"indent", `annotations: {a: {{ indent 100000000 "x" | quote }}}`, "indent: 100000000 is over the limit of 10000"},
+		{"printf width", `annotations: {a: {{ printf "%0100000000d" 1 | quote }}}`, "printf width: 100000000 is over the limit of 10000"},
+		{"printf width from an argument", `annotations: {a: {{ printf "%*d" 100000000 1 | quote }}}`, "a width or precision from an argument (*) is not allowed"},
+		{"rendered size", `annotations: {a: "{{ range until 5000 }}{{ repeat 1000 "x" }}{{ end }}"}`, "the rendered patch is over 4194304 bytes"},
+	}
+	in := readFixture(t, "mixed.yaml")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ParseDefinition("big.yaml", []byte("name: big\nversion: 1.0.0\ntemplate: |\n"+indent(tt.template)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inj, err := NewTemplateInjector(d, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = inj.Inject(t.Context(), in, Env{Release: "shop", Namespace: "shop"})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "big@1.0.0") {
+				t.Fatalf("error %v, want one naming big@1.0.0 and %q", err, tt.want)
+			}
+		})
+	}
+	// Within the limits, the same functions work.
+	d, err := ParseDefinition("small.yaml", []byte("name: small\nversion: 1.0.0\ntemplate: |\n"+indent(`annotations: {a: {{ printf "%03d-%s" 7 (repeat 2 "ab") | quote }}, n: {{ until 3 | len | quote }}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := injectDef(t, d, nil, in); !strings.Contains(string(out), `a: 007-abab`) || !strings.Contains(string(out), `n: "3"`) {
+		t.Errorf("bounded functions within their limits:\n%s", out)
+	}
+
+	// 2^24 calls: seconds, far over the timeout (and short enough that the
+	// run left in the background ends soon after this test).
+	exp := "{{ define \"a0\" }}{{ end }}"
+	for i := 1; i <= 24; i++ {
+		exp += fmt.Sprintf("{{ define \"a%d\" }}{{ template \"a%d\" }}{{ template \"a%d\" }}{{ end }}", i, i-1, i-1)
+	}
+	exp += "{{ template \"a24\" }}annotations: {}"
+	d, err = ParseDefinition("exp.yaml", []byte("name: exp\nversion: 1.0.0\ntemplate: |\n"+indent(exp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj, err := NewTemplateInjector(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		p := &Pipeline{Injectors: []Injector{inj}, Timeout: 200 * time.Millisecond}
+		_, _, err := p.Run(t.Context(), docs(t, manifest.Split(string(in))...), Env{Release: "shop", Namespace: "ns"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not finish within 200ms (--injector-timeout)") || !strings.Contains(err.Error(), "template of exp@1.0.0: stopped") || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("an endless definition: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an endless definition did not stop at its timeout")
 	}
 }

@@ -91,15 +91,22 @@ func (p *Pipeline) runOne(ctx context.Context, inj Injector, in []manifest.Docum
 	if p.Slow != nil {
 		defer p.Slow(fmt.Sprintf("injector %q (release %q)", redact.String(inj.Name()), env.Release))()
 	}
+	timedOut := func(err error) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("did not finish within %s (--injector-timeout): %w", timeout, err)
+		}
+		return err
+	}
 	if di, ok := inj.(DocumentInjector); ok {
-		return di.InjectDocuments(ctx, in, env)
+		out, err := di.InjectDocuments(ctx, in, env)
+		if err != nil {
+			return nil, timedOut(err)
+		}
+		return out, nil
 	}
 	raw, err := inj.Inject(ctx, []byte(manifest.Join(in)), env)
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("did not finish within %s (--injector-timeout): %w", timeout, err)
-		}
-		return nil, err
+		return nil, timedOut(err)
 	}
 	return Reconcile(in, string(raw), env.Namespace)
 }

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -78,10 +77,10 @@ func (t *TemplateInjector) Digest() string {
 
 // Inject implements Injector: every selected pod template gets the patch,
 // after what an earlier run of the same injector added was stripped.
-func (t *TemplateInjector) Inject(_ context.Context, manifests []byte, env Env) ([]byte, error) {
+func (t *TemplateInjector) Inject(ctx context.Context, manifests []byte, env Env) ([]byte, error) {
 	var out strings.Builder
 	for _, doc := range manifest.Split(string(manifests)) {
-		content, _, err := t.injectOne(doc, env)
+		content, _, err := t.injectOne(ctx, doc, env)
 		if err != nil {
 			return nil, err
 		}
@@ -97,14 +96,14 @@ func (t *TemplateInjector) Inject(_ context.Context, manifests []byte, env Env) 
 // (and that the definition selects) are parsed, and the output needs no
 // identity check, because only pod templates are changed. Documents are
 // independent, so they are injected on every CPU.
-func (t *TemplateInjector) InjectDocuments(_ context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
+func (t *TemplateInjector) InjectDocuments(ctx context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
 	out := slices.Clone(docs)
 	err := parallel.For(len(docs), func(i int) error {
 		d := docs[i]
 		if _, ok := podTemplatePath(d.ID.Kind); !ok || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
 			return nil
 		}
-		content, changed, err := t.injectOne(d.Content, env)
+		content, changed, err := t.injectOne(ctx, d.Content, env)
 		if err != nil {
 			return err
 		}
@@ -121,7 +120,7 @@ func (t *TemplateInjector) InjectDocuments(_ context.Context, docs []manifest.Do
 
 // injectOne injects one document (trimmed YAML text) and returns its new
 // text, trimmed as manifest.Split returns it, and whether it changed.
-func (t *TemplateInjector) injectOne(doc string, env Env) (string, bool, error) {
+func (t *TemplateInjector) injectOne(ctx context.Context, doc string, env Env) (string, bool, error) {
 	root, obj, err := parseObject(doc)
 	if err != nil {
 		return "", false, err
@@ -130,7 +129,7 @@ func (t *TemplateInjector) injectOne(doc string, env Env) (string, bool, error) 
 	if tmpl == nil || !t.selects(tmpl, kind, name) {
 		return doc, false, nil
 	}
-	changed, err := t.apply(tmpl, kind, name, env)
+	changed, err := t.apply(ctx, tmpl, kind, name, env)
 	if err != nil {
 		return "", false, fmt.Errorf("%s %s: %w", kind, name, err)
 	}
@@ -174,7 +173,7 @@ func (t *TemplateInjector) selects(tmpl *yaml.Node, kind, name string) bool {
 
 // apply strips this injector's previous additions from a pod template and
 // adds the rendered patch. It reports whether the template changed.
-func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (bool, error) {
+func (t *TemplateInjector) apply(ctx context.Context, tmpl *yaml.Node, kind, name string, env Env) (bool, error) {
 	meta := ensureMap(tmpl, "metadata")
 	spec := ensureMap(tmpl, "spec")
 	st := readStatus(meta)
@@ -191,7 +190,7 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 	for _, c := range seqItems(mapGet(spec, "containers")) {
 		containerNames = append(containerNames, scalar(c, "name"))
 	}
-	patch, err := t.render(meta, kind, name, containerNames, env)
+	patch, err := t.render(ctx, meta, kind, name, containerNames, env)
 	if err != nil {
 		return false, err
 	}
@@ -204,17 +203,17 @@ func (t *TemplateInjector) apply(tmpl *yaml.Node, kind, name string, env Env) (b
 
 // render executes the definition's template for one workload and decodes
 // the patch it renders.
-func (t *TemplateInjector) render(meta *yaml.Node, kind, name string, containerNames []string, env Env) (*Patch, error) {
+func (t *TemplateInjector) render(ctx context.Context, meta *yaml.Node, kind, name string, containerNames []string, env Env) (*Patch, error) {
 	data := map[string]any{
 		"Params":   t.params,
 		"Release":  map[string]any{"Name": env.Release, "Namespace": env.Namespace},
 		"Workload": map[string]any{"Kind": kind, "Name": name, "Labels": stringMap(mapGet(meta, "labels")), "Containers": containerNames},
 	}
-	var rendered bytes.Buffer
-	if err := t.Def.tmpl.Execute(&rendered, data); err != nil {
-		return nil, fmt.Errorf("template of %s: %w", t.Def.Ref(), err)
+	rendered, err := t.Def.execute(ctx, data)
+	if err != nil {
+		return nil, err
 	}
-	patch, err := t.patches.decode(rendered.String())
+	patch, err := t.patches.decode(rendered)
 	if err != nil {
 		return nil, fmt.Errorf("template of %s rendered invalid YAML: %w", t.Def.Ref(), err)
 	}
