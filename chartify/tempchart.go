@@ -250,41 +250,134 @@ func jsonToYAML(j []byte) ([]byte, error) {
 	return y, nil
 }
 
-// keptChartMarker marks a folder that WriteKeptChart wrote, so that the
-// next --keep-chart run may replace it; .helmignore keeps it out of the
-// chart when helm loads the folder.
+// keptChartMarker marks a folder that WriteKeptChart wrote, and lists the
+// files it wrote there, so that the next --keep-chart run may replace it;
+// .helmignore keeps it out of the chart when helm loads the folder.
 const (
 	keptChartMarker = ".helm-inject-kept-chart"
 	keptChartIgnore = ".helmignore"
+	keptChartHeader = "# Written by helm-inject --keep-chart; the next run with this folder replaces it whole. Its files:\n"
 )
 
-// WriteKeptChart writes ch into dir for --keep-chart. dir must be absent,
-// empty, or a folder WriteKeptChart wrote before, which is then replaced
-// whole: no stale template of an earlier run survives, and no file of
-// someone else's folder is overwritten.
+// WriteKeptChart writes ch into dir for --keep-chart. The chart is written
+// into a new private folder beside dir (0700, files 0600, nothing in it
+// that another user could have placed or linked) and renamed into place,
+// so no write follows a link and the result is private whatever dir was.
+// dir must be absent, an empty folder (replaced, its mode with it), or a
+// folder WriteKeptChart wrote before and that holds only the files its
+// marker lists (replaced whole, so no stale template survives). Anything
+// else, a link included, is refused and left as it is: a planted marker
+// does not make a folder of someone else's go away.
 func WriteKeptChart(ch *chart.Chart, dir string) error {
-	entries, err := os.ReadDir(dir)
+	fail := func(err error) error { return fmt.Errorf("--keep-chart %s: %w", dir, err) }
+	dir = filepath.Clean(dir)
+	replace, err := keptChartReplaceable(dir)
+	if err != nil {
+		return fail(err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return fail(err)
+	}
+	staging, err := os.MkdirTemp(parent, ".helm-inject-keep-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(staging)
+	if err := WriteChart(ch, staging); err != nil {
+		return fail(err)
+	}
+	var files []string
+	err = filepath.WalkDir(staging, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(staging, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	slices.Sort(files)
+	marker := keptChartHeader + strings.Join(files, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(staging, keptChartMarker), []byte(marker), 0o600); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(staging, keptChartIgnore), []byte(keptChartMarker+"\n"), 0o600); err != nil {
+		return fail(err)
+	}
+	switch replace {
+	case keptBefore:
+		old := staging + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(old)
+	case keptEmpty:
+		// Fails if the folder gained a file since it was checked.
+		if err := os.Remove(dir); err != nil {
+			return fail(err)
+		}
+	}
+	// Fails if a folder took the name meanwhile; a link there is replaced,
+	// not followed.
+	if err := os.Rename(staging, dir); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// What --keep-chart finds where it is to write.
+type keptTarget int
+
+const (
+	keptAbsent keptTarget = iota
+	keptEmpty
+	keptBefore
+)
+
+// keptChartReplaceable checks that dir may be written by WriteKeptChart,
+// and says what is there: nothing, an empty folder or a chart kept before.
+func keptChartReplaceable(dir string) (keptTarget, error) {
+	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		return keptAbsent, nil
 	case err != nil:
-		return fmt.Errorf("--keep-chart %s: %w", dir, err)
-	case len(entries) == 0:
-	case exists(filepath.Join(dir, keptChartMarker)):
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("--keep-chart %s: removing the chart kept before: %w", dir, err)
+		return 0, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return 0, errors.New("it is a symbolic link; name a new or empty folder")
+	case !fi.IsDir():
+		return 0, errors.New("it is not a folder")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	if len(entries) == 0 {
+		return keptEmpty, nil
+	}
+	notOurs := errors.New("the folder is not empty and was not written by --keep-chart; name a new or empty folder")
+	b, err := os.ReadFile(filepath.Join(dir, keptChartMarker))
+	if err != nil || !strings.HasPrefix(string(b), keptChartHeader) {
+		return 0, notOurs
+	}
+	listed := map[string]bool{keptChartMarker: true, keptChartIgnore: true}
+	for _, f := range strings.Split(strings.TrimPrefix(string(b), keptChartHeader), "\n") {
+		listed[f] = true
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-	default:
-		return fmt.Errorf("--keep-chart %s: the folder is not empty and was not written by --keep-chart; name a new or empty folder", dir)
+		rel, _ := filepath.Rel(dir, p)
+		if !d.Type().IsRegular() || !listed[filepath.ToSlash(rel)] {
+			return fmt.Errorf("the folder holds %s, which --keep-chart did not write; name a new or empty folder", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("--keep-chart %s: %w", dir, err)
-	}
-	marker := []byte("# Written by helm-inject --keep-chart; the next run with this folder replaces it whole.\n")
-	if err := os.WriteFile(filepath.Join(dir, keptChartMarker), marker, 0o600); err != nil {
-		return fmt.Errorf("--keep-chart %s: %w", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, keptChartIgnore), []byte(keptChartMarker+"\n"), 0o600); err != nil {
-		return fmt.Errorf("--keep-chart %s: %w", dir, err)
-	}
-	return WriteChart(ch, dir)
+	return keptBefore, nil
 }

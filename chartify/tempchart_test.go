@@ -3,6 +3,7 @@ package chartify
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -395,28 +396,55 @@ func TestWriteKeptChart(t *testing.T) {
 		}
 	}
 
+	// A first run of a chart with one more template.
+	withStale := *tc
+	withStale.Templates = append(slices.Clone(tc.Templates), &chart.File{Name: "templates/stale.yaml", Data: []byte("kind: Stale")})
 	kept := filepath.Join(t.TempDir(), "new")
-	if err := WriteKeptChart(tc, kept); err != nil {
+	if err := WriteKeptChart(&withStale, kept); err != nil {
 		t.Fatalf("a new folder: %v", err)
 	}
-	if err := WriteKeptChart(tc, t.TempDir()); err != nil {
+	// An empty folder another user could write to is replaced, so the
+	// chart is private whatever its mode was.
+	empty := t.TempDir()
+	if err := os.Chmod(empty, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteKeptChart(tc, empty); err != nil {
 		t.Errorf("an empty folder: %v", err)
 	}
+	if fi, err := os.Stat(empty); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the kept chart in a 0777 folder: %v %v", fi.Mode(), err)
+	}
 
+	refused := func(what, dir, want string) {
+		t.Helper()
+		before, _ := filepath.Glob(filepath.Join(dir, "*"))
+		err := WriteKeptChart(tc, dir)
+		if err == nil || !strings.Contains(err.Error(), "--keep-chart "+dir+": "+want) {
+			t.Errorf("%s: %v", what, err)
+		}
+		if after, _ := filepath.Glob(filepath.Join(dir, "*")); !slices.Equal(before, after) {
+			t.Errorf("%s: the refused folder was changed: %v -> %v", what, before, after)
+		}
+	}
 	foreign := t.TempDir()
 	write(filepath.Join(foreign, "notes.txt"), "mine", 0o644)
-	err = WriteKeptChart(tc, foreign)
-	if err == nil || !strings.Contains(err.Error(), "--keep-chart "+foreign+": the folder is not empty and was not written by --keep-chart") {
-		t.Errorf("a folder of someone else's: %v", err)
+	refused("a folder of someone else's", foreign, "the folder is not empty and was not written by --keep-chart")
+	// A planted marker does not make someone else's files go away.
+	write(filepath.Join(foreign, ".helm-inject-kept-chart"), keptChartHeader+"Chart.yaml\n", 0o644)
+	refused("a folder with a planted marker", foreign, "the folder holds notes.txt, which --keep-chart did not write")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(foreign, link); err != nil {
+		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(foreign); len(entries) != 1 {
-		t.Errorf("the refused folder was changed: %v", entries)
-	}
+	refused("a link", link, "it is a symbolic link")
 
-	// A second run over the kept folder: a stale template and a widened
-	// mode from in between are gone.
+	// A second run over the kept folder: the first run's extra template
+	// and a widened mode from in between are gone.
 	stale := filepath.Join(kept, "templates", "stale.yaml")
-	write(stale, "kind: Stale", 0o644)
+	if _, err := os.Stat(stale); err != nil {
+		t.Fatalf("the first run did not write its extra template: %v", err)
+	}
 	if err := os.Chmod(filepath.Join(kept, "Chart.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -428,6 +456,15 @@ func TestWriteKeptChart(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(kept, "Chart.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("Chart.yaml after the second run: %v %v", fi.Mode(), err)
+	}
+	// A file the user put into the kept folder is not removed with it.
+	write(filepath.Join(kept, "templates", "mine.yaml"), "kind: Mine", 0o644)
+	refused("a kept folder with a file of the user's", kept, "the folder holds templates/mine.yaml, which --keep-chart did not write")
+	if err := os.Remove(filepath.Join(kept, "templates", "mine.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(kept), ".helm-inject-keep-*")); len(left) != 0 {
+		t.Errorf("staging folders left behind: %v", left)
 	}
 	loaded, err := loader.Load(kept)
 	if err != nil {

@@ -48,7 +48,7 @@ type applyFlags struct {
 func (a *applyFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	a.releaseInputs.add(f)
-	f.StringVar(&a.inputs.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
+	f.StringVar(&a.inputs.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before and that holds only its files, which is replaced whole; written privately and renamed into place)")
 	f.BoolVar(&a.opts.CreateNamespace, "create-namespace", false, "create the release namespace if not present")
 	f.BoolVar(&a.opts.Wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
 	f.BoolVar(&a.opts.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")

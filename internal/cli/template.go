@@ -118,7 +118,7 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&tf.useName, "release-name", false, "with --output-dir, write into a folder named after the release")
 	f.BoolVar(&t.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
 	f.StringVar(&tf.pinsFile, "injector-pins", "", "inject exactly the built-in injector versions this pins file names (helm-inject-pins.yaml, written by \"helm-inject argocd pin\"); a built-in injector without a pin is an error")
-	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before, which is replaced whole)")
+	f.StringVar(&t.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before and that holds only its files, which is replaced whole; written privately and renamed into place)")
 	f.BoolVar(&t.Validate, "validate", false, "render with the cluster's capabilities and live lookups, and validate the result against the cluster's API, as an install would")
 	addDryRun(f, &tf.dryRunMode, "--dry-run=server renders with the cluster's capabilities and live lookups, as helm template does; client and none render offline")
 	// helm template accepts every install flag; these change what an
