@@ -88,9 +88,13 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 		return 0, fmt.Errorf("creating the run's plan cache: %w", err)
 	}
 	defer os.RemoveAll(plans)
+	planKey, err := release.NewPlanKey()
+	if err != nil {
+		return 0, fmt.Errorf("creating the run's plan cache: %w", err)
+	}
 	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm,
 		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory,
-		release.EnvPlanCache+"="+plans)
+		release.EnvPlanCache+"="+plans, release.EnvPlanKey+"="+planKey)
 	globals, command := splitCommand(args)
 	if needsPreflight(command, args[len(globals):]) {
 		// helmfile syncs releases one group at a time, so a release whose

@@ -1,6 +1,8 @@
 package release
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,9 +22,13 @@ import (
 )
 
 // EnvPlanCache names the plan cache folder of one `helm-inject helmfile`
-// run. The wrapper creates it, private, for the run and removes it after;
-// the shims helmfile starts read it from the environment.
-const EnvPlanCache = "HELM_INJECT_PLAN_CACHE"
+// run, and EnvPlanKey the run's key that authenticates each entry. The
+// wrapper creates both, private, for the run and removes the folder after;
+// the shims helmfile starts read them from the environment.
+const (
+	EnvPlanCache = "HELM_INJECT_PLAN_CACHE"
+	EnvPlanKey   = "HELM_INJECT_PLAN_KEY"
+)
 
 // PlanCache keeps, within one helmfile run, what rendering and injecting a
 // release produced, so that the preflight diff, helmfile's own diff and the
@@ -33,17 +39,49 @@ const EnvPlanCache = "HELM_INJECT_PLAN_CACHE"
 // how their versions are chosen. Anything else renders afresh, and so does
 // a chart that calls lookup (its result depends on the cluster at the time
 // of the call, which another release of the run may have changed).
+//
+// An entry is installed as it is read, so the cache is trusted only as far
+// as the run's own: the folder must be the user's own, 0700, and every
+// entry carries an HMAC under the run's key, which only the wrapper and
+// the processes it starts know. An entry another user (or another run)
+// wrote or changed is refused.
 type PlanCache struct {
-	dir string
+	dir    string
+	secret []byte
 }
 
-// OpenPlanCache returns the cache in dir, or nil (no caching) when dir is
-// empty.
-func OpenPlanCache(dir string) *PlanCache {
-	if dir == "" {
-		return nil
+// OpenPlanCache returns the cache in dir, authenticated with the hex key,
+// or nil (no caching) when either is empty. A folder that is not a private
+// folder of the user's is refused.
+func OpenPlanCache(dir, key string) (*PlanCache, error) {
+	if dir == "" || key == "" {
+		return nil, nil
 	}
-	return &PlanCache{dir: dir}
+	k, err := hex.DecodeString(key)
+	if err != nil || len(k) < 16 {
+		return nil, fmt.Errorf("%s: not a key of a helm-inject helmfile run", EnvPlanKey)
+	}
+	if err := privateFolder(dir); err != nil {
+		return nil, fmt.Errorf("%s %s: %w; it is set by helm-inject helmfile for its own run only", EnvPlanCache, dir, err)
+	}
+	return &PlanCache{dir: dir, secret: k}, nil
+}
+
+// NewPlanKey returns a new random key for a run's plan cache, in hex.
+func NewPlanKey() (string, error) {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(k), nil
+}
+
+// mac authenticates an entry's data under its name.
+func (c *PlanCache) mac(name string, data []byte) []byte {
+	m := hmac.New(sha256.New, c.secret)
+	fmt.Fprintf(m, "%s\n", name)
+	m.Write(data)
+	return m.Sum(nil)
 }
 
 // planKey is everything a built plan follows from, besides what the
@@ -142,10 +180,11 @@ func specKey(s inject.Spec) string {
 }
 
 // callsLookup reports whether a template of ch or its subcharts may call
-// lookup.
+// lookup: by name, or through tpl, which renders a string (from values,
+// files or another template) that may call it.
 func callsLookup(ch *chart.Chart) bool {
 	for _, t := range ch.Templates {
-		if strings.Contains(string(t.Data), "lookup") {
+		if strings.Contains(string(t.Data), "lookup") || strings.Contains(string(t.Data), "tpl") {
 			return true
 		}
 	}
@@ -180,15 +219,19 @@ func (c *PlanCache) load(key string, ch *chart.Chart, vals map[string]any, caps 
 	if c == nil || key == "" {
 		return nil, false, nil
 	}
-	data, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
+	raw, err := os.ReadFile(filepath.Join(c.dir, key+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("reading the run's plan cache: %w", err)
 	}
+	sum, data, ok := strings.Cut(string(raw), "\n")
+	if mac, err := hex.DecodeString(sum); !ok || err != nil || !hmac.Equal(mac, c.mac(key, []byte(data))) {
+		return nil, false, fmt.Errorf("the run's plan cache entry %s was not written by this run (its authentication fails); refusing to install it", key)
+	}
 	var b built
-	if err := json.Unmarshal(data, &b); err != nil {
+	if err := json.Unmarshal([]byte(data), &b); err != nil {
 		return nil, false, fmt.Errorf("reading the run's plan cache: %w", err)
 	}
 	if err := chartify.Prepare(ch, vals, caps); err != nil {
@@ -207,6 +250,7 @@ func (c *PlanCache) store(key string, b *built) error {
 	if err != nil {
 		return fmt.Errorf("writing the run's plan cache: %w", err)
 	}
+	data = append([]byte(hex.EncodeToString(c.mac(key, data))+"\n"), data...)
 	// Written whole, then renamed: a concurrent reader (helmfile runs
 	// releases in parallel) sees all of an entry or none.
 	f, err := os.CreateTemp(c.dir, key+".*.tmp")

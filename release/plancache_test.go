@@ -34,6 +34,27 @@ func countingInjector(t *testing.T) (*inject.Command, func() int) {
 	}
 }
 
+const testPlanKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+// runDir is a private folder, as the wrapper makes one for its run.
+func runDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func openCache(t *testing.T, dir, key string) *PlanCache {
+	t.Helper()
+	c, err := OpenPlanCache(dir, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestPlanCache: within a run, diff and apply of a release with the same
 // inputs inject it once and install what was diffed; any input that
 // changes (values, the revision it builds on) renders afresh, and a chart
@@ -42,7 +63,7 @@ func TestPlanCache(t *testing.T) {
 	cfg := memoryConfig(t)
 	cfg.RESTClientGetter = newFakeCluster()
 	injector, runs := countingInjector(t)
-	cache := OpenPlanCache(t.TempDir())
+	cache := openCache(t, runDir(t), testPlanKey)
 	inputs := func(c *PlanCache) Inputs {
 		return Inputs{Namespace: "shop", Injectors: &inject.Declared{Specs: []inject.Spec{injector}}, Cache: c}
 	}
@@ -118,5 +139,90 @@ func TestPlanCache(t *testing.T) {
 	}
 	if key := cache.key("l", Source{Ref: lookupChart, Chart: lch}, nil, chartify.RenderOptions{}, inputs(cache), 0, nil); key != "" {
 		t.Errorf("a chart that calls lookup has a cache key")
+	}
+	// tpl renders a string that may call lookup.
+	testfs.Write(t, lookupChart, map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seen\ndata:\n  n: {{ tpl .Values.expr . | quote }}\n",
+	})
+	if lch, _, err = chartify.Load(lookupChart, chartify.LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if key := cache.key("l", Source{Ref: lookupChart, Chart: lch}, nil, chartify.RenderOptions{}, inputs(cache), 0, nil); key != "" {
+		t.Errorf("a chart that calls tpl has a cache key")
+	}
+}
+
+// TestPlanCacheTrustsOnlyItsRun: an entry is installed as it is read, so
+// one that another user or another run wrote or changed is refused, and
+// so is a folder others can write to.
+func TestPlanCacheTrustsOnlyItsRun(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "api", Chart: ch}
+	dir := runDir(t)
+	diff := func(c *PlanCache) error {
+		d := NewDiff(cfg)
+		d.Inputs = Inputs{Namespace: "shop", Cache: c}
+		d.AllowUnreleased = true
+		_, err := d.Run(t.Context(), "api", src, map[string]any{"replicas": 2})
+		return err
+	}
+	if err := diff(openCache(t, dir, testPlanKey)); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(entries) != 1 {
+		t.Fatalf("entries %v, want one", entries)
+	}
+	if err := diff(openCache(t, dir, testPlanKey)); err != nil {
+		t.Fatalf("the run's own entry: %v", err)
+	}
+	// Another run's key: the entry is not this run's.
+	other := strings.Repeat("ff", 32)
+	if err := diff(openCache(t, dir, other)); err == nil || !strings.Contains(err.Error(), "was not written by this run") {
+		t.Errorf("an entry of another key: %v", err)
+	}
+	// Rewritten by someone else, its authentication kept.
+	b, err := os.ReadFile(entries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(b), "registry.example", "attacker.example", 1)
+	if changed == string(b) {
+		t.Fatal("the entry holds no image to change")
+	}
+	if err := os.WriteFile(entries[0], []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := diff(openCache(t, dir, testPlanKey)); err == nil || !strings.Contains(err.Error(), "was not written by this run") {
+		t.Errorf("a changed entry: %v", err)
+	}
+
+	for name, mk := range map[string]func(t *testing.T) string{
+		"a folder others may write": func(t *testing.T) string {
+			d := t.TempDir()
+			if err := os.Chmod(d, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		"a link": func(t *testing.T) string {
+			l := filepath.Join(t.TempDir(), "l")
+			if err := os.Symlink(runDir(t), l); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
+	} {
+		if _, err := OpenPlanCache(mk(t), testPlanKey); err == nil || !strings.Contains(err.Error(), "it is set by helm-inject helmfile for its own run only") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if c, err := OpenPlanCache(dir, ""); c != nil || err != nil {
+		t.Errorf("no key: %v %v, want no cache", c, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/cli"
 
+	"github.com/helm-inject/helm-inject/helmfile"
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -55,9 +56,13 @@ type loaded struct {
 func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, args []string) (*loaded, error) {
 	l := &loaded{name: args[0], inputs: in.inputs}
 	l.inputs.Namespace = settings.Namespace()
-	// Set by `helm-inject helmfile` for the shims of one run only.
-	l.inputs.Cache = release.OpenPlanCache(os.Getenv(release.EnvPlanCache))
 	var err error
+	// Set by `helm-inject helmfile` for the shims of one run only.
+	if os.Getenv(helmfile.EnvAsHelm) != "" {
+		if l.inputs.Cache, err = release.OpenPlanCache(os.Getenv(release.EnvPlanCache), os.Getenv(release.EnvPlanKey)); err != nil {
+			return nil, fmt.Errorf("release %q: %w", l.name, err)
+		}
+	}
 	if l.inputs.ValuesMode, err = valuesMode(in.resetValues, in.reuseValues, in.resetThen); err != nil {
 		return nil, err
 	}
