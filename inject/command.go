@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -88,7 +89,12 @@ func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte
 	// are closed under it.
 	cmd.WaitDelay = 2 * time.Second
 
+	// The parent-death signal is sent when the thread that started the
+	// child ends; Go may end an idle thread, so this one is kept until the
+	// child has exited.
+	runtime.LockOSThread()
 	err := cmd.Run()
+	runtime.UnlockOSThread()
 	if err == nil {
 		return stdout.Bytes(), nil
 	}

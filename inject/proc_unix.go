@@ -9,9 +9,11 @@ import (
 
 // setProcessGroup starts the injector in its own process group and makes
 // cancellation kill the whole group, so a script's children (a pipeline, a
-// sleeping helper) die with it instead of holding its output open.
+// sleeping helper) die with it instead of holding its output open. On
+// Linux the injector also dies with helm-inject (setParentDeathSignal).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
