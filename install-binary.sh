@@ -28,17 +28,28 @@ fi
 field() {
   sed -n "s/^ *\"$1\": *\"\\([^\"]*\\)\".*/\\1/p"
 }
-if [ -x "$bin" ] && info=$("$bin" version -o json 2>/dev/null); then
+# matches BINARY: true when BINARY reports plugin.yaml's version and, in a
+# git checkout, the checkout's commit; says what it found otherwise.
+matches() {
+  [ -x "$1" ] || return 1
+  info=$("$1" version -o json 2>/dev/null) || { echo "helm-inject: $1 does not run; not using it"; return 1; }
   have_version=$(printf '%s\n' "$info" | field version)
   have_commit=$(printf '%s\n' "$info" | field commit)
   if [ "$have_version" = "$version" ] && { [ -z "$commit" ] || [ "$have_commit" = "$commit" ]; }; then
-    echo "helm-inject: $bin is version $version; keeping it"
-    exit 0
+    return 0
   fi
-  echo "helm-inject: $bin is version ${have_version:-unknown}${have_commit:+ (commit $have_commit)}; plugin.yaml wants $version${commit:+ (commit $commit)}: replacing it"
+  echo "helm-inject: $1 is version ${have_version:-unknown}${have_commit:+ (commit $have_commit)}; plugin.yaml wants $version${commit:+ (commit $commit)}: not using it"
+  return 1
+}
+if matches "$bin"; then
+  echo "helm-inject: $bin is version $version; keeping it"
+  exit 0
 fi
 
-if [ -f "$dir/helm-inject" ]; then
+# A release archive's binary (an archive has no go.mod); in a source
+# checkout, a leftover build there (git ignores it) is used only if it is
+# the version wanted.
+if [ -f "$dir/helm-inject" ] && { [ ! -f "$dir/go.mod" ] || matches "$dir/helm-inject"; }; then
   mkdir -p "$dir/bin"
   cp "$dir/helm-inject" "$bin.new"
   chmod 0755 "$bin.new"
