@@ -31,17 +31,25 @@ const (
 type Policy struct {
 	AllowedCommands []string
 	Library         string
+	// Injectors are the operator's named injectors (EnvInjectors).
+	Injectors map[string]*OperatorInjector
 }
 
 // ReadPolicy reads the sidecar's settings.
-func ReadPolicy(getenv func(string) string) Policy {
+func ReadPolicy(getenv func(string) string) (Policy, error) {
 	p := Policy{Library: getenv(EnvLibrary)}
 	for _, c := range strings.Split(getenv(EnvAllowedCommands), ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			p.AllowedCommands = append(p.AllowedCommands, c)
 		}
 	}
-	return p
+	if path := getenv(EnvInjectors); path != "" {
+		var err error
+		if p.Injectors, err = LoadOperatorInjectors(path); err != nil {
+			return Policy{}, err
+		}
+	}
+	return p, nil
 }
 
 // TemplateArgs checks r against the policy and returns the arguments of
@@ -90,6 +98,13 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 		if err := pol.allow(line, inject.ParseCommand); err != nil {
 			return fail(err)
 		}
+		args = append(args, "--inject", line)
+	}
+	named, err := pol.operatorInjectors(p.OperatorInjector, p.OperatorInjectorSet)
+	if err != nil {
+		return fail(err)
+	}
+	for _, line := range named {
 		args = append(args, "--inject", line)
 	}
 	if len(p.With) > 0 {
@@ -171,6 +186,39 @@ func (r *Request) SourcePathOr(def string) string {
 		return def
 	}
 	return r.SourcePath
+}
+
+// operatorInjectors are the command lines of the operator's injectors an
+// Application picked, with the parameters it set (NAME.PARAM keys).
+func (pol Policy) operatorInjectors(names []string, set map[string]string) ([]string, error) {
+	given := map[string]map[string]string{}
+	for k, v := range set {
+		name, param, ok := strings.Cut(k, ".")
+		if !ok || !slices.Contains(names, name) {
+			return nil, fmt.Errorf("%s %q: give NAME.PARAM of an injector named in %q", ParamOperatorInjectorSet, k, ParamOperatorInjector)
+		}
+		if given[name] == nil {
+			given[name] = map[string]string{}
+		}
+		given[name][param] = v
+	}
+	var lines []string
+	for _, name := range names {
+		inj, ok := pol.Injectors[name]
+		if !ok {
+			defined := "none"
+			if len(pol.Injectors) > 0 {
+				defined = strings.Join(slices.Sorted(maps.Keys(pol.Injectors)), ", ")
+			}
+			return nil, fmt.Errorf("the operator defines no injector %q (defined: %s; the operator lists them in the file %s names on the plugin's sidecar)", name, defined, EnvInjectors)
+		}
+		line, err := inj.CommandLine(given[name])
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, line)
+	}
+	return lines, nil
 }
 
 // allow refuses an external injector whose program the operator did not

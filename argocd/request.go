@@ -33,19 +33,22 @@ const (
 
 // The plugin parameters, named as helm-inject's flags.
 const (
-	ParamChart           = "chart"
-	ParamValuesFiles     = "values-files"
-	ParamValues          = "values"
-	ParamSet             = "set"
-	ParamSetString       = "set-string"
-	ParamInjector        = "injector"
-	ParamInject          = "inject"
-	ParamWith            = "with"
-	ParamWithSet         = "with-set"
-	ParamInjectorLibrary = "injector-library"
-	ParamSkipInjectHooks = "skip-inject-hooks"
-	ParamSkipInjectTests = "skip-inject-tests"
-	ParamSkipTests       = "skip-tests"
+	ParamChart       = "chart"
+	ParamValuesFiles = "values-files"
+	ParamValues      = "values"
+	ParamSet         = "set"
+	ParamSetString   = "set-string"
+	ParamInjector    = "injector"
+	ParamInject      = "inject"
+	// The operator's named injectors (EnvInjectors) and their parameters.
+	ParamOperatorInjector    = "operator-injector"
+	ParamOperatorInjectorSet = "operator-injector-set"
+	ParamWith                = "with"
+	ParamWithSet             = "with-set"
+	ParamInjectorLibrary     = "injector-library"
+	ParamSkipInjectHooks     = "skip-inject-hooks"
+	ParamSkipInjectTests     = "skip-inject-tests"
+	ParamSkipTests           = "skip-tests"
 )
 
 // kind says how a parameter is given.
@@ -73,6 +76,8 @@ var parameters = []paramDef{
 	{ParamSetString, "Set string", "string values set by path, as helm's --set-string key=value", kindMap},
 	{ParamInjector, "Injectors (helm-x form)", `injectors in helm-x form, e.g. "linkerd inject,--manual,FILE", in order (--injector)`, kindArray},
 	{ParamInject, "Injector commands", `injector command lines, e.g. "my-injector --label 'a b' FILE", in order (--inject)`, kindArray},
+	{ParamOperatorInjector, "Operator's injectors", "injectors the plugin's operator defines, by name, in order, after the injector commands", kindArray},
+	{ParamOperatorInjectorSet, "Operator's injector parameters", "NAME.PARAM: VALUE, e.g. istio.revision: canary; only parameters the operator exposes, matching its pattern", kindMap},
 	{ParamWith, "Built-in injectors", "built-in injectors from the library, NAME@CONSTRAINT, e.g. log-shipper@^1, at the version helm-inject-pins.yaml pins (--with)", kindArray},
 	{ParamWithSet, "Built-in injector parameters", "NAME.PARAM: VALUE, e.g. log-shipper.destination: logs:24224 (--with-set)", kindMap},
 	{ParamInjectorLibrary, "Injector library", "a library folder in the repository, relative to the application's folder (default: the plugin's library, $HELM_INJECT_INJECTOR_LIBRARY)", kindString},
@@ -83,19 +88,23 @@ var parameters = []paramDef{
 
 // Params are an Application's plugin parameters.
 type Params struct {
-	Chart           string
-	ValuesFiles     []string
-	Values          string
-	Set             map[string]string
-	SetString       map[string]string
-	Injector        []string
-	Inject          []string
-	With            []string
-	WithSet         map[string]string
-	InjectorLibrary string
-	SkipInjectHooks bool
-	SkipInjectTests bool
-	SkipTests       bool
+	Chart       string
+	ValuesFiles []string
+	Values      string
+	Set         map[string]string
+	SetString   map[string]string
+	Injector    []string
+	Inject      []string
+	// OperatorInjector names the operator's injectors to run, and
+	// OperatorInjectorSet gives their parameters (NAME.PARAM).
+	OperatorInjector    []string
+	OperatorInjectorSet map[string]string
+	With                []string
+	WithSet             map[string]string
+	InjectorLibrary     string
+	SkipInjectHooks     bool
+	SkipInjectTests     bool
+	SkipTests           bool
 }
 
 // Request is what the repo-server asks generate for.
@@ -244,6 +253,10 @@ func (p *Params) field(name string) any {
 		return &p.Injector
 	case ParamInject:
 		return &p.Inject
+	case ParamOperatorInjector:
+		return &p.OperatorInjector
+	case ParamOperatorInjectorSet:
+		return &p.OperatorInjectorSet
 	case ParamWith:
 		return &p.With
 	case ParamWithSet:

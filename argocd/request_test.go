@@ -169,7 +169,10 @@ func TestTemplateArgs(t *testing.T) {
 
 func TestReadPolicy(t *testing.T) {
 	env := map[string]string{EnvAllowedCommands: " linkerd, istioctl ,,", EnvLibrary: "/lib"}
-	got := ReadPolicy(func(k string) string { return env[k] })
+	got, err := ReadPolicy(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(Policy{AllowedCommands: []string{"linkerd", "istioctl"}, Library: "/lib"}, got); diff != "" {
 		t.Error(diff)
 	}

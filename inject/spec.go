@@ -116,3 +116,21 @@ func newCommand(spec string, argv []string) (*Command, error) {
 	}
 	return c, nil
 }
+
+// safeWord is a word ParseCommand reads back as it is, unquoted.
+var safeWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+,-]+$`)
+
+// QuoteCommand writes argv as a command line that ParseCommand splits back
+// into exactly argv: words with anything but plain characters are single
+// quoted, a quote in them written as '"'"'.
+func QuoteCommand(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		if safeWord.MatchString(w) {
+			words[i] = w
+			continue
+		}
+		words[i] = "'" + strings.ReplaceAll(w, "'", `'"'"'`) + "'"
+	}
+	return strings.Join(words, " ")
+}

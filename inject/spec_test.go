@@ -155,3 +155,24 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestQuoteCommand: a quoted argv parses back to itself, whatever its
+// words hold (shell operators, quotes, spaces, $, empty words).
+func TestQuoteCommand(t *testing.T) {
+	for _, argv := range [][]string{
+		{"istioctl", "kube-inject", "-f", "FILE", "--revision", "default"},
+		{"inj", "a b", "it's", `"q"`, "x;y", "$HOME", "`id`", "", "a|b&c>d", `back\slash`, "--x=a b", "-", "ünï"},
+	} {
+		line := QuoteCommand(argv)
+		c, err := ParseCommand(line)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if !slices.Equal(c.Argv, argv) {
+			t.Errorf("QuoteCommand(%q) = %q, which parses as %q", argv, line, c.Argv)
+		}
+	}
+	if got := QuoteCommand([]string{"istioctl", "kube-inject", "-f", "FILE"}); got != "istioctl kube-inject -f FILE" {
+		t.Errorf("plain words are quoted: %q", got)
+	}
+}

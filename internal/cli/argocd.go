@@ -91,7 +91,11 @@ func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
 			return nil, err
 		}
 	}
-	args, err := req.TemplateArgs(appDir, argocd.ReadPolicy(os.Getenv), inline)
+	pol, err := argocd.ReadPolicy(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	args, err := req.TemplateArgs(appDir, pol, inline)
 	if err != nil {
 		return nil, err
 	}

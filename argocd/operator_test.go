@@ -1,0 +1,113 @@
+package argocd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/helm-inject/helm-inject/inject"
+)
+
+const operatorFile = `injectors:
+  - name: istio
+    command: [istioctl, kube-inject, -f, FILE, --meshConfigFile, /etc/istio/mesh.yaml, "--revision={{revision}}", --label, "{{ team }}"]
+    parameters:
+      - name: revision
+        pattern: '[a-z0-9-]{1,63}'
+        default: default
+      - name: team
+        pattern: '[a-z]+'
+  - name: fixed
+    command: [log-shipper, FILE]
+`
+
+func writeOperatorFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "injectors.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOperatorInjectors: an Application picks the operator's injectors by
+// name and sets only the parameters the operator exposes, within their
+// patterns; the command line is otherwise the operator's, word for word,
+// so no file or cluster flag of the program is the Application's to set.
+func TestOperatorInjectors(t *testing.T) {
+	pol, err := ReadPolicy(func(k string) string {
+		return map[string]string{EnvInjectors: writeOperatorFile(t, operatorFile)}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		names   []string
+		set     map[string]string
+		want    []string
+		wantErr string
+	}{
+		{name: "defaults", names: []string{"istio", "fixed"}, set: map[string]string{"istio.team": "shop"},
+			want: []string{"istioctl kube-inject -f FILE --meshConfigFile /etc/istio/mesh.yaml --revision=default --label shop", "log-shipper FILE"}},
+		{name: "a parameter", names: []string{"istio"}, set: map[string]string{"istio.revision": "canary-1", "istio.team": "shop"},
+			want: []string{"istioctl kube-inject -f FILE --meshConfigFile /etc/istio/mesh.yaml --revision=canary-1 --label shop"}},
+		{name: "a value outside the pattern", names: []string{"istio"}, set: map[string]string{"istio.revision": "x --meshConfigFile=/etc/passwd", "istio.team": "shop"},
+			wantErr: `injector "istio": parameter "revision": "x --meshConfigFile=/etc/passwd" does not match the operator's pattern [a-z0-9-]{1,63}`},
+		{name: "a required parameter missing", names: []string{"istio"},
+			wantErr: `injector "istio": parameter "team" is required (istio.team in "operator-injector-set")`},
+		{name: "a parameter the operator did not expose", names: []string{"fixed"}, set: map[string]string{"fixed.kubeconfig": "/var/run/secrets"},
+			wantErr: `injector "fixed" has no parameter "kubeconfig" (it has: none)`},
+		{name: "a parameter of an injector not picked", names: []string{"fixed"}, set: map[string]string{"istio.team": "shop"},
+			wantErr: `operator-injector-set "istio.team": give NAME.PARAM of an injector named in "operator-injector"`},
+		{name: "an injector the operator did not define", names: []string{"sed"},
+			wantErr: `the operator defines no injector "sed" (defined: fixed, istio;`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := pol.operatorInjectors(tt.names, tt.set)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got)\n%s", d)
+			}
+			for _, line := range got {
+				if _, err := inject.ParseCommand(line); err != nil {
+					t.Errorf("%q does not parse as an injector command: %v", line, err)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadOperatorInjectorsRefusesAmbiguity: the operator's file is
+// refused when it cannot be applied as written.
+func TestLoadOperatorInjectorsRefusesAmbiguity(t *testing.T) {
+	for want, content := range map[string]string{
+		`injector "a" is defined twice`:                                  "injectors:\n- {name: a, command: [x]}\n- {name: a, command: [y]}\n",
+		`injector "a": no command`:                                       "injectors:\n- {name: a}\n",
+		`parameter "p" has no pattern`:                                   "injectors:\n- {name: a, command: [x, '{{p}}'], parameters: [{name: p}]}\n",
+		`the command uses {{q}}, which is no parameter`:                  "injectors:\n- {name: a, command: [x, '{{q}}']}\n",
+		`the program cannot come from a parameter`:                       "injectors:\n- {name: a, command: ['{{p}}'], parameters: [{name: p, pattern: x}]}\n",
+		`parameter "p": the default "Y" does not match its pattern`:      "injectors:\n- {name: a, command: [x], parameters: [{name: p, pattern: '[a-z]', default: 'Y'}]}\n",
+		`field args not found`:                                           "injectors:\n- {name: a, command: [x], args: [y]}\n",
+		`injector "a.b": a name is required, without dots or spaces`:     "injectors:\n- {name: a.b, command: [x]}\n",
+		`parameter "p": error parsing regexp: missing closing ]: ` + "`": "injectors:\n- {name: a, command: [x], parameters: [{name: p, pattern: '[a'}]}\n",
+	} {
+		path := writeOperatorFile(t, content)
+		_, err := LoadOperatorInjectors(path)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "HELM_INJECT_INJECTORS ("+path+")") {
+			t.Errorf("%s: %v, want an error naming the file and saying %q", content, err, want)
+		}
+	}
+}
