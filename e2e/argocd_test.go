@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -486,5 +488,95 @@ func TestArgoCDStaysInTheRepository(t *testing.T) {
 	}
 	if n := fetched.Load(); n != 0 {
 		t.Errorf("the remote kustomize resource was fetched %d times", n)
+	}
+
+	// The sidecar may hold credentials for a cluster (here the test's
+	// KUBECONFIG is in generate's environment): a chart's lookup still
+	// reaches no cluster, so another namespace's data is not rendered.
+	ns := namespace(t)
+	if _, err := clientset(t).CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-b"}, Data: map[string]string{"password": secret},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testfs.Write(t, repo, map[string]string{
+		"apps/peek/Chart.yaml":        "apiVersion: v2\nname: peek\nversion: 0.1.0\n",
+		"apps/peek/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: peek\ndata:\n  seen: {{ (lookup \"v1\" \"ConfigMap\" \"" + ns + "\" \"tenant-b\").data | toJson | quote }}\n",
+	})
+	if os.Getenv("KUBECONFIG") == "" {
+		t.Fatal("the test's environment has no KUBECONFIG to withhold")
+	}
+	peek := runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", "peek"), argoEnv(t, "peek", "apps/peek", nil, nil))
+	if peek.code != 0 || !strings.Contains(peek.stdout, `seen: "null"`) || strings.Contains(peek.stdout+peek.stderr, secret) {
+		t.Errorf("a chart's lookup under generate:\n%s", peek)
+	}
+}
+
+// TestArgoCDOperatorInjectors: with the operator's file of named
+// injectors, an Application picks one by name and sets an exposed
+// parameter; the output is what template prints for the operator's
+// command line. A program the operator only allows by name cannot be
+// given a file-reading flag through a named injector's parameter, and an
+// undefined name is refused.
+func TestArgoCDOperatorInjectors(t *testing.T) {
+	plugin := shippedPlugin(t)
+	repo := argoRepo(t)
+	app := filepath.Join(repo, "apps", "web")
+	operator := filepath.Join(t.TempDir(), "injectors.yaml")
+	testfs.Write(t, filepath.Dir(operator), map[string]string{"injectors.yaml": `injectors:
+  - name: mesh
+    command: [sidecar-injector, --name, "{{proxy}}", FILE]
+    parameters:
+      - name: proxy
+        pattern: '[a-z-]{1,30}'
+        default: mesh-proxy
+`})
+	env := func(params []argoParam) []string {
+		e := argoEnv(t, "web", "apps/web", params, nil)
+		// The operator allows no program by name: only the named injector.
+		return append(e, "HELM_INJECT_ALLOWED_COMMANDS=", "HELM_INJECT_INJECTORS="+operator)
+	}
+	gen := runPluginCommand(t, plugin.Spec.Generate.Command, app, env([]argoParam{
+		{Name: "operator-injector", Array: []string{"mesh"}},
+		{Name: "operator-injector-set", Map: map[string]string{"mesh.proxy": "edge-proxy"}},
+	}))
+	if gen.code != 0 {
+		t.Fatalf("generate failed:\n%s", gen)
+	}
+	tmpl := command{dir: app}.mustRun(t, filepath.Join(binDir, "helm-inject"), "template", "web", ".",
+		"--namespace", "shop", "--include-crds", "--kube-version", "1.31.4",
+		"--api-versions", "v1,apps/v1,batch/v1,monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor",
+		"--inject", "sidecar-injector --name edge-proxy FILE")
+	if gen.stdout != tmpl.stdout {
+		t.Fatalf("generate and template differ\ngenerate:\n%s\ntemplate:\n%s", gen.stdout, tmpl.stdout)
+	}
+	if d := workloads(t, gen.stdout)["Deployment/web-web"]; !contains(d.containers, "edge-proxy") {
+		t.Errorf("Deployment containers %v: want edge-proxy", d.containers)
+	}
+
+	for name, tc := range map[string]struct {
+		params  []argoParam
+		message string
+	}{
+		"a value outside the pattern": {
+			params: []argoParam{{Name: "operator-injector", Array: []string{"mesh"}},
+				{Name: "operator-injector-set", Map: map[string]string{"mesh.proxy": "x --values=/etc/passwd"}}},
+			message: `injector "mesh": parameter "proxy": "x --values=/etc/passwd" does not match the operator's pattern`,
+		},
+		"an injector the operator did not define": {
+			params:  []argoParam{{Name: "operator-injector", Array: []string{"sed"}}},
+			message: `the operator defines no injector "sed" (defined: mesh;`,
+		},
+		"an own command line, no program allowed": {
+			params:  []argoParam{{Name: "inject", Array: []string{"sidecar-injector FILE"}}},
+			message: `runs "sidecar-injector", which this plugin does not allow (allowed: none;`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runPluginCommand(t, plugin.Spec.Generate.Command, app, env(tc.params))
+			if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, tc.message) || !strings.Contains(r.stderr, "application web") {
+				t.Errorf("want a refusal naming the application and saying %q:\n%s", tc.message, r)
+			}
+		})
 	}
 }
