@@ -339,3 +339,55 @@ func createOnCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface,
 		}
 	}
 }
+
+// TestArgoCDKeepsAnApplicationInItsRepository: through Argo CD's own
+// repo-server and cmp-server, an Application cannot make the plugin read
+// another application's checkout in the sidecar's work folder with a link
+// inside its repository followed by ".." (Argo CD's own link check lets
+// such a link through: it points inside the repository). The plugin
+// refuses the path, and nothing of the file reaches the error.
+func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	serveShippedPlugin(t)
+	repo := fleetRepo(t)
+	// Another team's checkout beside this one in the cmp-server's work
+	// folder, and a decoy where the path points once cleaned lexically.
+	const secret = "tenant-b-password-4711"
+	work := os.Getenv("ARGOCD_CMP_WORKDIR")
+	for path, content := range map[string]string{
+		filepath.Join(work, "tenant-b", "secret.yaml"):         "greeting: " + secret + "\n",
+		filepath.Join(repo, "apps", "tenant-b", "secret.yaml"): "greeting: decoy\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("..", filepath.Join(repo, "apps", "web", "s")); err != nil {
+		t.Fatal(err)
+	}
+	q := &apiclient.ManifestRequest{
+		Repo:      &v1alpha1.Repository{Repo: "https://git.example/fleet.git"},
+		AppName:   "web",
+		Namespace: "shop",
+		ApplicationSource: &v1alpha1.ApplicationSource{
+			RepoURL: "https://git.example/fleet.git", Path: "apps/web", TargetRevision: "main",
+			Plugin: &v1alpha1.ApplicationSourcePlugin{Parameters: v1alpha1.ApplicationSourcePluginParameters{
+				{Name: "values-files", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"s/../../tenant-b/secret.yaml"}}},
+				{Name: "with", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"sidecar@^1"}}},
+				{Name: "injector-library", String_: str("../../injectors")},
+			}},
+		},
+	}
+	res, err := repository.GenerateManifests(ctx, filepath.Join(repo, "apps", "web"), repo, "0123456789abcdef0123456789abcdef01234567", q, false, nil,
+		resource.MustParse("0"), utilio.NewRandomizedTempPaths(t.TempDir()))
+	if err == nil {
+		t.Fatalf("Argo CD generated %d manifests from a values file outside the repository", len(res.Manifests))
+	}
+	if !strings.Contains(err.Error(), `values file "s/../../tenant-b/secret.yaml" is outside the repository`) || strings.Contains(err.Error(), secret) {
+		t.Errorf("Argo CD's manifest generation: %v", err)
+	}
+}
