@@ -143,15 +143,17 @@ func boundedFuncs() template.FuncMap {
 var printfWidth = regexp.MustCompile(`%[-+# 0]*(\*|\d*)(?:\.(\*|\d*))?`)
 
 // renderWriter collects a rendered patch, refusing to grow past
-// maxRenderBytes and stopping at the end of ctx.
+// maxRenderBytes and stopping at the end of the run (done).
 type renderWriter struct {
-	ctx context.Context
-	buf strings.Builder
+	done <-chan struct{}
+	buf  strings.Builder
 }
 
 func (w *renderWriter) Write(p []byte) (int, error) {
-	if err := w.ctx.Err(); err != nil {
-		return 0, err
+	select {
+	case <-w.done:
+		return 0, errStopped
+	default:
 	}
 	if w.buf.Len()+len(p) > maxRenderBytes {
 		return 0, fmt.Errorf("the rendered patch is over %d bytes", maxRenderBytes)
@@ -159,26 +161,35 @@ func (w *renderWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// execute renders the definition's template with data. It stops at the
-// end of ctx even when the template writes nothing and calls no function
-// (a definition calling itself exponentially): text/template cannot be
-// interrupted, so the execution is left to finish in the background and
-// its result dropped; helm-inject then exits with the error.
+var errStopped = errors.New("stopped")
+
+// execute renders the definition's template with data; a template that
+// writes stops at the end of ctx. One that never writes cannot be
+// interrupted: untilDone bounds the whole run.
 func (d *Definition) execute(ctx context.Context, data any) (string, error) {
-	w := &renderWriter{ctx: ctx}
+	w := &renderWriter{done: ctx.Done()}
+	if err := d.tmpl.Execute(w, data); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("template of %s: stopped: %w", d.Ref(), context.Cause(ctx))
+		}
+		return "", fmt.Errorf("template of %s: %w", d.Ref(), err)
+	}
+	return w.buf.String(), nil
+}
+
+// untilDone runs f and returns its error, or returns at the end of ctx
+// even when f goes on: text/template cannot be interrupted, so a
+// definition that calls its own templates exponentially and never writes
+// is left to run in the background and its result dropped; helm-inject
+// then exits with the error. what names the definition.
+func untilDone(ctx context.Context, what string, f func() error) error {
 	done := make(chan error, 1)
-	go func() { done <- d.tmpl.Execute(w, data) }()
+	go func() { done <- f() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				err = ctxErr
-			}
-			return "", fmt.Errorf("template of %s: %w", d.Ref(), err)
-		}
-		return w.buf.String(), nil
+		return err
 	case <-ctx.Done():
-		return "", fmt.Errorf("template of %s: stopped: %w", d.Ref(), context.Cause(ctx))
+		return fmt.Errorf("template of %s: stopped: %w", what, context.Cause(ctx))
 	}
 }
 

@@ -79,14 +79,20 @@ func (t *TemplateInjector) Digest() string {
 // after what an earlier run of the same injector added was stripped.
 func (t *TemplateInjector) Inject(ctx context.Context, manifests []byte, env Env) ([]byte, error) {
 	var out strings.Builder
-	for _, doc := range manifest.Split(string(manifests)) {
-		content, _, err := t.injectOne(ctx, doc, env)
-		if err != nil {
-			return nil, err
+	err := untilDone(ctx, t.Def.Ref(), func() error {
+		for _, doc := range manifest.Split(string(manifests)) {
+			content, _, err := t.injectOne(ctx, doc, env)
+			if err != nil {
+				return err
+			}
+			out.WriteString("---\n")
+			out.WriteString(content)
+			out.WriteString("\n")
 		}
-		out.WriteString("---\n")
-		out.WriteString(content)
-		out.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return []byte(out.String()), nil
 }
@@ -98,7 +104,16 @@ func (t *TemplateInjector) Inject(ctx context.Context, manifests []byte, env Env
 // independent, so they are injected on every CPU.
 func (t *TemplateInjector) InjectDocuments(ctx context.Context, docs []manifest.Document, env Env) ([]manifest.Document, error) {
 	out := slices.Clone(docs)
-	err := parallel.For(len(docs), func(i int) error {
+	err := untilDone(ctx, t.Def.Ref(), func() error { return t.injectDocuments(ctx, docs, out, env) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// injectDocuments injects docs into out on every CPU.
+func (t *TemplateInjector) injectDocuments(ctx context.Context, docs, out []manifest.Document, env Env) error {
+	return parallel.For(len(docs), func(i int) error {
 		d := docs[i]
 		if _, ok := podTemplatePath(d.ID.Kind); !ok || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
 			return nil
@@ -112,10 +127,6 @@ func (t *TemplateInjector) InjectDocuments(ctx context.Context, docs []manifest.
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // injectOne injects one document (trimmed YAML text) and returns its new
