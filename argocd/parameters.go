@@ -3,7 +3,6 @@ package argocd
 import (
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -63,7 +62,7 @@ func (r *Request) Announce(appDir string) ([]Announcement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("application %s: %w", r.Release, err)
 	}
-	ch, err := loader.Load(filepath.Join(appDir, chart))
+	ch, err := loader.Load(chart)
 	if err != nil {
 		return nil, fmt.Errorf("application %s: chart %s: %w", r.Release, chart, err)
 	}

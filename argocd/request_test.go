@@ -199,3 +199,30 @@ func TestParameterKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnounce: the dynamic parameters command announces the values of
+// the chart the "chart" parameter names (relative to the application's
+// folder), as "set" entries, and refuses a chart outside the repository.
+func TestAnnounce(t *testing.T) {
+	repo := t.TempDir()
+	testfs.Write(t, repo, map[string]string{
+		"apps/web/values.yaml":   "",
+		"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml": "image: registry.example/web:1\ncache:\n  enabled: true\n",
+		"charts/web/templates/x": "",
+		"apps/other/placeholder": "",
+	})
+	req := &Request{Release: "web", SourcePath: "apps/web", Params: Params{Chart: "../../charts/web"}}
+	ann, err := req.Announce(filepath.Join(repo, "apps", "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"image": "registry.example/web:1", "cache.enabled": "true"}
+	if len(ann) != 1 || ann[0].Name != ParamSet || !cmp.Equal(ann[0].Map, want) {
+		t.Errorf("announced %+v, want set with %v", ann, want)
+	}
+	req.Params.Chart = "../../../outside"
+	if _, err := req.Announce(filepath.Join(repo, "apps", "web")); err == nil || !strings.Contains(err.Error(), `application web: chart "../../../outside"`) {
+		t.Errorf("a chart outside the repository: %v", err)
+	}
+}

@@ -80,8 +80,8 @@ func TestPlanCacheOnlyInAHelmfileRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"HELM_INJECT_PLAN_CACHE=" + plans, "HELM_INJECT_PLAN_KEY=" + strings.Repeat("ab", 32)}
-	for _, verb := range []string{"diff", "apply"} {
-		command{env: env}.mustRun(t, filepath.Join(binDir, "helm-inject"), verb, "planned", apiChart, "-n", ns, "--injector", "sidecar-injector f=FILE")
+	for _, args := range [][]string{{"diff", "--allow-unreleased"}, {"apply"}} {
+		command{env: env}.mustRun(t, filepath.Join(binDir, "helm-inject"), append(args, "planned", apiChart, "-n", ns, "--injector", "sidecar-injector f=FILE")...)
 	}
 	if left, _ := os.ReadDir(plans); len(left) != 0 {
 		t.Errorf("a command run by hand wrote to the plan cache: %s", left[0].Name())
