@@ -1,0 +1,129 @@
+package release
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/testfs"
+)
+
+// TestDecideRevision holds the revision decision to its expected answer
+// for each kind of difference alone, one step after another on one
+// release: whether resources change, and exactly which other reasons make
+// a new revision. diff and apply share the decision, so their agreement
+// proves nothing; this table does. apply's outcome is checked too, so the
+// inputs apply passes to the decision (--labels) are covered.
+func TestDecideRevision(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	dir := t.TempDir()
+	testfs.Write(t, dir, map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: decide\nversion: 0.1.0\n",
+		// Notes print the revision: they differ on every apply, and are
+		// never a reason for one.
+		"templates/NOTES.txt": "Revision {{ .Release.Revision }}\n",
+		"templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: decide\ndata:\n  level: {{ .Values.level | quote }}\n",
+	})
+	load := func(t *testing.T) Source {
+		t.Helper()
+		ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Source{Ref: dir, Chart: ch}
+	}
+	const (
+		valuesChange = "the release values change (see helm get values)"
+		labelsChange = "the release labels change (--labels)"
+	)
+	type step struct {
+		name        string
+		vals        map[string]any
+		labels      map[string]string
+		force       bool // --force-upgrade: apply's alone (diff has no such flag)
+		chart       map[string]string // files written into the chart first
+		fail        bool              // mark the newest revision failed first
+		wantChanges bool
+		wantReasons []string
+	}
+	steps := []step{
+		{name: "install", vals: map[string]any{"level": "info"}, wantChanges: true, wantReasons: []string{"the release does not exist yet: apply installs it"}},
+		{name: "the same inputs (only the notes differ)", vals: map[string]any{"level": "info"}},
+		{name: "a value nothing renders", vals: map[string]any{"level": "info", "unused": 1}, wantReasons: []string{valuesChange}},
+		{name: "a value that renders", vals: map[string]any{"level": "debug", "unused": 1}, wantChanges: true, wantReasons: []string{valuesChange}},
+		{name: "a label", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "a"}, wantReasons: []string{labelsChange}},
+		{name: "the same label again", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "a"}},
+		{name: "the label removed", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "null"}, wantReasons: []string{labelsChange}},
+		{name: "--force-upgrade", vals: map[string]any{"level": "debug", "unused": 1}, force: true},
+		{name: "the newest revision failed", vals: map[string]any{"level": "debug", "unused": 1}, fail: true, wantReasons: []string{"the newest revision 6 is failed: apply applies again"}},
+		{name: "a new chart version", vals: map[string]any{"level": "debug", "unused": 1},
+			chart:       map[string]string{"Chart.yaml": "apiVersion: v2\nname: decide\nversion: 0.2.0\n"},
+			wantReasons: []string{"chart decide-0.1.0 (app ) → decide-0.2.0 (app )"}},
+		{name: "only Chart.yaml's description", vals: map[string]any{"level": "debug", "unused": 1},
+			chart:       map[string]string{"Chart.yaml": "apiVersion: v2\nname: decide\nversion: 0.2.0\ndescription: now described\n"},
+			wantReasons: []string{"the chart's metadata changes (Chart.yaml fields or helm-inject annotations)"}},
+	}
+	for _, s := range steps {
+		testfs.Write(t, dir, s.chart)
+		if s.fail {
+			last, err := cfg.Releases.Last("decide")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last.Info.Status = helmrelease.StatusFailed
+			if err := cfg.Releases.Update(last); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src := load(t)
+		in := Inputs{Namespace: "shop", Injectors: &inject.Declared{}, Labels: s.labels}
+		d := NewDiff(cfg)
+		d.Inputs, d.AllowUnreleased = in, true
+		dr, err := d.Run(t.Context(), "decide", src, s.vals)
+		if err != nil {
+			t.Fatalf("%s: diff: %v", s.name, err)
+		}
+		if got := len(dr.Changes) > 0; got != s.wantChanges {
+			t.Errorf("%s: resources change %v, want %v (%v)", s.name, got, s.wantChanges, dr.Changes)
+		}
+		if diff := cmp.Diff(s.wantReasons, dr.Reasons, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: reasons (-want +got)\n%s", s.name, diff)
+		}
+		a := NewApply(cfg)
+		a.Inputs, a.ForceUpgrade = in, s.force
+		res, err := a.Run(t.Context(), "decide", src, s.vals)
+		if err != nil {
+			t.Fatalf("%s: apply: %v", s.name, err)
+		}
+		if want := !s.wantChanges && len(s.wantReasons) == 0 && !s.force; res.Unchanged != want {
+			t.Errorf("%s: apply unchanged %v, want %v", s.name, res.Unchanged, want)
+		}
+	}
+}
+
+// TestReuseValuesPrefersNewValues: with --reuse-values and
+// --reset-then-reuse-values, a key given now beats the same key stored in
+// the last revision; keys given only before are kept.
+func TestReuseValuesPrefersNewValues(t *testing.T) {
+	current := &helmrelease.Release{Version: 3, Chart: nil, Config: map[string]any{"level": "info", "keep": "old", "nested": map[string]any{"a": 1, "b": 2}}}
+	for _, mode := range []ValuesMode{ValuesReuse, ValuesResetThenReuse} {
+		ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		current.Chart = ch
+		vals, _, err := upgradeValues(mode, current, map[string]any{"level": "debug", "nested": map[string]any{"b": 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{"level": "debug", "keep": "old", "nested": map[string]any{"a": 1, "b": 3}}
+		if diff := cmp.Diff(want, vals); diff != "" {
+			t.Errorf("mode %d: values (-want +got)\n%s", mode, diff)
+		}
+	}
+}
