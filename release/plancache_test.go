@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/client-go/rest"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -224,5 +226,102 @@ func TestPlanCacheTrustsOnlyItsRun(t *testing.T) {
 	}
 	if c, err := OpenPlanCache(dir, ""); c != nil || err != nil {
 		t.Errorf("no key: %v %v, want no cache", c, err)
+	}
+}
+
+// TestPlanCacheKeyInputs: a plan is reused only for exactly the inputs it
+// was built from, so each input of the key, changed alone, gives another
+// key (and so renders afresh).
+func TestPlanCacheKeyInputs(t *testing.T) {
+	cache := openCache(t, runDir(t), testPlanKey)
+	chartDir := t.TempDir()
+	testfs.Write(t, chartDir, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: keyed\nversion: 0.1.0\n",
+		"values.yaml":       "level: info\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keyed\ndata:\n  level: {{ .Values.level }}\n",
+		"files/extra.txt":   "extra\n",
+	})
+	lib := t.TempDir()
+	testfs.Write(t, lib, map[string]string{"side/1.0.0.yaml": "name: side\nversion: 1.0.0\ntemplate: |\n  annotations: {a: b}\n"})
+	type keyInputs struct {
+		name    string
+		src     Source
+		vals    map[string]any
+		opts    chartify.RenderOptions
+		in      Inputs
+		current int
+		records []inject.Record
+	}
+	base := func(t *testing.T) keyInputs {
+		ch, _, err := chartify.Load(chartDir, chartify.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, err := inject.ParseCommand("sidecar-injector f=FILE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keyInputs{
+			name: "keyed", src: Source{Ref: "keyed", Chart: ch}, vals: map[string]any{"level": "debug"},
+			opts: chartify.RenderOptions{Namespace: "shop", Revision: 2, IsUpgrade: true, Capabilities: chartutil.DefaultCapabilities.Copy(),
+				RESTConfig: &rest.Config{Host: "https://a:6443"}},
+			in:      Inputs{Injectors: &inject.Declared{Specs: []inject.Spec{cmd}, Timeout: time.Minute}, InjectDir: "."},
+			current: 1, records: []inject.Record{{Name: "sidecar-injector f=FILE", Digest: "sha256:1"}},
+		}
+	}
+	key := func(k keyInputs) string { return cache.key(k.name, k.src, k.vals, k.opts, k.in, k.current, k.records) }
+	want := key(base(t))
+	if want == "" || want != key(base(t)) {
+		t.Fatalf("the same inputs give keys %q and %q", want, key(base(t)))
+	}
+	changes := map[string]func(k *keyInputs){
+		"release name":    func(k *keyInputs) { k.name = "other" },
+		"chart reference": func(k *keyInputs) { k.src.Ref = "other/keyed" },
+		"chart template":  func(k *keyInputs) { k.src.Chart.Templates[0].Data = append(k.src.Chart.Templates[0].Data, '\n') },
+		"chart file":      func(k *keyInputs) { k.src.Chart.Files[0].Data = []byte("changed\n") },
+		"chart defaults":  func(k *keyInputs) { k.src.Chart.Values["level"] = "warn" },
+		"chart version":   func(k *keyInputs) { k.src.Chart.Metadata.Version = "0.2.0" },
+		"values":          func(k *keyInputs) { k.vals["level"] = "warn" },
+		"namespace":       func(k *keyInputs) { k.opts.Namespace = "other" },
+		"cluster":         func(k *keyInputs) { k.opts.RESTConfig = &rest.Config{Host: "https://b:6443"} },
+		"revision":        func(k *keyInputs) { k.opts.Revision = 3 },
+		"install":         func(k *keyInputs) { k.opts.IsUpgrade = false },
+		"kube version":    func(k *keyInputs) { k.opts.Capabilities.KubeVersion.Version = "v1.99.0" },
+		"api versions": func(k *keyInputs) {
+			k.opts.Capabilities.APIVersions = append(k.opts.Capabilities.APIVersions, "x.example/v1")
+		},
+		"schema validation": func(k *keyInputs) { k.opts.SkipSchemaValidation = true },
+		"dns":               func(k *keyInputs) { k.opts.EnableDNS = true },
+		"subchart notes":    func(k *keyInputs) { k.opts.SubNotes = true },
+		"injector spec": func(k *keyInputs) {
+			c, _ := inject.ParseCommand("sidecar-injector f=FILE,name=other")
+			k.in.Injectors.Specs = []inject.Spec{c}
+		},
+		"a built-in injector": func(k *keyInputs) {
+			l, err := inject.LoadLibrary(lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := inject.ParseTemplateRef(l, "side", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.in.Injectors.Specs = append(k.in.Injectors.Specs, ref)
+		},
+		"injector timeout":  func(k *keyInputs) { k.in.Injectors.Timeout = time.Hour },
+		"skip hooks":        func(k *keyInputs) { k.in.Injectors.SkipHooks = true },
+		"skip tests":        func(k *keyInputs) { k.in.Injectors.SkipTests = true },
+		"injector folder":   func(k *keyInputs) { k.in.InjectDir = "/elsewhere" },
+		"reconcile":         func(k *keyInputs) { k.in.Reconcile = inject.ReconcileNever },
+		"update injectors":  func(k *keyInputs) { k.in.UpdateInjectors = true },
+		"current revision":  func(k *keyInputs) { k.current = 2 },
+		"recorded injector": func(k *keyInputs) { k.records[0].Digest = "sha256:2" },
+	}
+	for name, change := range changes {
+		k := base(t)
+		change(&k)
+		if got := key(k); got == "" || got == want {
+			t.Errorf("%s changed alone: key %q, want a new key", name, got)
+		}
 	}
 }
