@@ -119,8 +119,7 @@ func applyOrUpgrade(settings *cli.EnvSettings, name, short, long string) (*cobra
 }
 
 func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
-	a.opts.DryRun = a.dryRunMode != ""
-	if a.hideSecret && !a.opts.DryRun {
+	if a.hideSecret && !a.dryRun() {
 		return fmt.Errorf("--hide-secret needs --dry-run (as in helm)")
 	}
 	if err := checkOutput(a.output); err != nil {
@@ -143,7 +142,7 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	if err != nil {
 		return err
 	}
-	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: a.opts.DryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
+	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: ap.DryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
 }
 
 // progressModes is the end of every --progress usage.
@@ -171,6 +170,11 @@ func progressMode(flag string, stderr io.Writer) (progress.Mode, error) {
 }
 
 // newApply builds the release.Apply the flags describe.
+// dryRun reports whether --dry-run asked for a simulation: any mode but
+// none (client and server alike: apply's lookups reach the cluster either
+// way).
+func (a *applyFlags) dryRun() bool { return a.dryRunMode != "" }
+
 func (a *applyFlags) newApply(l *loaded) (*release.Apply, error) {
 	rf, err := a.render.flags(nil)
 	if err != nil {
@@ -180,6 +184,7 @@ func (a *applyFlags) newApply(l *loaded) (*release.Apply, error) {
 	ap.Inputs = l.inputs
 	ap.Render = rf
 	ap.Options = a.opts
+	ap.DryRun = a.dryRun()
 	// helm-x's --adopt takes ownership as --take-ownership does.
 	ap.TakeOwnership = a.opts.TakeOwnership || len(a.adopt) > 0
 	return ap, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/compatibility.md")
@@ -244,5 +245,40 @@ func TestCompatFlagsParse(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestDryRunValue: helm's --dry-run spellings land in the mode each
+// command reads: client (no cluster), server (lookups and capabilities
+// from the cluster), or none (a real run).
+func TestDryRunValue(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{"--dry-run", "client"},
+		{"--dry-run=client", "client"},
+		{"--dry-run=true", "client"},
+		{"--dry-run=server", "server"},
+		{"--dry-run=none", ""},
+		{"--dry-run=false", ""},
+		{"", ""},
+	} {
+		var mode string
+		f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		addDryRun(f, &mode, "")
+		var args []string
+		if tt.args != "" {
+			args = []string{tt.args}
+		}
+		if err := f.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if mode != tt.want {
+			t.Errorf("%q: mode %q, want %q", tt.args, mode, tt.want)
+		}
+	}
+	f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	var mode string
+	addDryRun(f, &mode, "")
+	if err := f.Parse([]string{"--dry-run=maybe"}); err == nil || !strings.Contains(err.Error(), `invalid dry-run "maybe": want none, client or server`) {
+		t.Errorf("--dry-run=maybe: %v", err)
 	}
 }

@@ -93,6 +93,11 @@ func TestApplyFlags(t *testing.T) {
 		{[]string{"--history-max", "3"}, with(func(a *release.Apply) { a.MaxHistory = 3 })},
 		{[]string{"--description", "rolled by CI"}, with(func(a *release.Apply) { a.Description = "rolled by CI" })},
 		{[]string{"--dry-run"}, with(func(a *release.Apply) { a.DryRun = true })},
+		{[]string{"--dry-run=client"}, with(func(a *release.Apply) { a.DryRun = true })},
+		{[]string{"--dry-run=server"}, with(func(a *release.Apply) { a.DryRun = true })},
+		{[]string{"--dry-run=true"}, with(func(a *release.Apply) { a.DryRun = true })},
+		{[]string{"--dry-run=none"}, defaults},
+		{[]string{"--dry-run=false"}, defaults},
 		{[]string{"--no-hooks"}, with(func(a *release.Apply) { a.DisableHooks = true })},
 		{[]string{"--skip-crds"}, with(func(a *release.Apply) { a.SkipCRDs = true })},
 		{[]string{"--skip-schema-validation"}, with(func(a *release.Apply) { a.SkipSchemaValidation = true })},
@@ -130,7 +135,6 @@ func TestApplyFlags(t *testing.T) {
 					cmd, a = upgradeCommand(cli.New())
 				}
 				l := parsed(t, cmd, &a.releaseInputs, tt.args...)
-				a.opts.DryRun = a.dryRunMode != ""
 				got, err := a.newApply(l)
 				if err != nil {
 					t.Fatal(err)
