@@ -48,6 +48,17 @@ func TestPins(t *testing.T) {
 		})
 	}
 
+	// A pin whose definition changed since it was pinned is not kept: the
+	// version is chosen again, with the digest the library has now.
+	stale := Pins{"log-shipper": {Constraint: "^1", Version: "1.0.0", Digest: "sha256:changed-since"}}
+	got, err := stale.Pin(lib, []*TemplateRef{ref("log-shipper@^1")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got["log-shipper"]; p.Version != "1.1.0" || p.Digest != v110.Digest {
+		t.Errorf("a pin whose definition changed became %+v, want 1.1.0 with its digest", p)
+	}
+
 	// The pinned version is injected, whatever the library has since.
 	choice := Choice{Pins: old}
 	d := &Declared{Specs: []Spec{ref("log-shipper@^1")}}

@@ -98,6 +98,10 @@ func TestParseCommand(t *testing.T) {
 		{"tool --in=FILE", []string{"tool", "--in=FILE"}, true},
 		{"tool --profile PROFILE", []string{"tool", "--profile", "PROFILE"}, false},
 		{`tool "a,b=c"`, []string{"tool", "a,b=c"}, false},
+		// Nothing is expanded: a variable is text, quoted or not.
+		{`tool $HOME ${HOME} "$HOME/x" FILE`, []string{"tool", "$HOME", "${HOME}", "$HOME/x", "FILE"}, true},
+		// Nor is a command substitution run.
+		{"tool `echo hi` $(echo hi)", []string{"tool", "`echo hi`", "$(echo hi)"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
