@@ -34,6 +34,8 @@ func TestString(t *testing.T) {
 		{"my-injector --token --token s3cr3t FILE", "my-injector --token --token xxxxx FILE"},
 		{"my-injector --key s3cr3t --keyring /etc/keys FILE", "my-injector --key xxxxx --keyring /etc/keys FILE"},
 		{"sidecar-injector f=FILE,key=s3cr3t", "sidecar-injector f=FILE,key=xxxxx"},
+		// A lone "-" is a value (stdin), not a flag.
+		{"my-injector --token - FILE", "my-injector --token xxxxx FILE"},
 		{"my-injector --label 'token=s3cr3t' FILE", "my-injector --label 'token=s3cr3t' FILE"},
 	}
 	for _, tt := range tests {
@@ -51,6 +53,11 @@ func TestSecretValues(t *testing.T) {
 		// Data is masked by where it is, whatever its key is called.
 		{"kind: Secret\nmetadata:\n  name: creds\n  labels:\n    name: l1\ndata:\n  name: bmFtZQ==\n  type: dHlwZQ==\n  namespace: bnM=\n  kind: a2luZA==\nstringData:\n  apiVersion: plain\n",
 			"kind: Secret\nmetadata:\n  name: creds\n  labels:\n    name: xxxxx\ndata:\n  name: xxxxx\n  type: xxxxx\n  namespace: xxxxx\n  kind: xxxxx\nstringData:\n  apiVersion: xxxxx\n"},
+		// An excerpt that starts inside the document.
+		{"  token: c2VjcmV0\nkind: Secret\n", "  token: xxxxx\nkind: Secret\n"},
+		// A top-level block scalar, and a key after a nested one.
+		{"kind: Secret\nnote: |\n  name: admin\nstringData:\n  config: |\n    pw: x\n  other: v\n",
+			"kind: Secret\nnote: xxxxx\n  xxxxx\nstringData:\n  config: xxxxx\n    xxxxx\n  other: xxxxx\n"},
 		// A block scalar's lines are data, even when they look like keys.
 		{"kind: Secret\nstringData:\n  config: |\n    name: admin\n    password: hunter2\nmetadata:\n  name: s\n",
 			"kind: Secret\nstringData:\n  config: xxxxx\n    xxxxx\n    xxxxx\nmetadata:\n  name: s\n"},
@@ -77,5 +84,14 @@ func TestURLsLeavesProseAlone(t *testing.T) {
 	}
 	if got := URLs(`Get "https://u:p@host/c.tgz?token=t": 401`); got != `Get "https://xxxxx@host/c.tgz?token=xxxxx": 401` {
 		t.Errorf("URLs = %q", got)
+	}
+}
+
+// TestKnown: every given value is masked wherever it occurs; values under
+// four bytes are left, as they would mask ordinary words.
+func TestKnown(t *testing.T) {
+	got := Known("user abcd said abc to abcd-e", []string{"abcd", "abc", ""})
+	if want := "user xxxxx said abc to xxxxx-e"; got != want {
+		t.Errorf("Known = %q, want %q", got, want)
 	}
 }
