@@ -45,7 +45,7 @@ func TestDecideRevision(t *testing.T) {
 		name        string
 		vals        map[string]any
 		labels      map[string]string
-		force       bool // --force-upgrade: apply's alone (diff has no such flag)
+		force       bool              // --force-upgrade: apply's alone (diff has no such flag)
 		chart       map[string]string // files written into the chart first
 		fail        bool              // mark the newest revision failed first
 		wantChanges bool
