@@ -10,7 +10,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: demo test tools vet unit fuzz cluster build bench bench-helmfile clean-tools argocd-e2e
+.PHONY: demo test tools vet unit fuzz cluster build bench bench-helmfile clean-tools argocd-e2e mutation
 
 # The demo shows the offline result first, then builds what it needs for
 # the real install (the control plane and the helm CLI) itself.
@@ -36,6 +36,17 @@ argocd-e2e: tools
 # Unit tests only: no control plane, no tools.
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+# Mutation testing (gremlins, one worker per core) on the core packages:
+# writes docs/mutation.md and docs/mutation/*.json, then checks that every
+# mutation docs/claims.md names still fails its test. About an hour on 2
+# cores; not part of make test. Before a stop, the lines you changed only:
+#   make mutation DIFF=origin/main        (or any base commit; prints only)
+#   make mutation PKGS="release inject"   (some packages)
+DIFF ?=
+PKGS ?=
+mutation: tools
+	DIFF=$(DIFF) bash hack/mutation.sh $(PKGS)
 
 # The fuzz step: every fuzz target for FUZZTIME (default 1m) each.
 fuzz:

@@ -171,8 +171,17 @@ build_goreleaser() {
   stamp goreleaser "$GORELEASER_VERSION"
 }
 
+# gremlins, for make mutation only.
+build_gremlins() {
+  fresh gremlins "$GREMLINS_VERSION" && return
+  log "building gremlins $GREMLINS_VERSION (about 1 minute on a cold cache)"
+  GOBIN="$bin" go install -trimpath -ldflags "-s -w" "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION"
+  stamp gremlins "$GREMLINS_VERSION"
+}
+
 build() {
   case "$1" in
+    gremlins) build_gremlins ;;
     goreleaser) build_goreleaser ;;
     helm) build_helm ;;
     kwok) build_kwok ;;

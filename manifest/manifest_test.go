@@ -50,6 +50,8 @@ var splitCases = []string{
 	"a\n----\nb",
 	"a\n---b\n",
 	"a\r\n---\r\nb\f\n---\t\v\nc",
+	// A line that starts with two dashes only is no separator.
+	"args:\n--verbose: true\n---\nb: 2",
 }
 
 func TestSplitMatchesHelm(t *testing.T) {

@@ -205,6 +205,20 @@ func TestClaimsGuarantees(t *testing.T) {
 	for _, tf := range repoTests(t) {
 		have[tf.name] = true
 	}
+	// Each row names the mutation its test kills (hack/claims-mutations.sh
+	// applies it), or says it has none.
+	mutation := regexp.MustCompile("^`[^`]+` `[^`]+` → `[^`]*`, `go test [^`]+`$")
+	for _, row := range strings.Split(guarantees, "\n") {
+		if !strings.HasPrefix(row, "| ") || strings.HasPrefix(row, "| guarantee") {
+			continue
+		}
+		// A cell's own "|" is written "\\|", never " | ".
+		row = strings.TrimSuffix(strings.TrimSpace(row), "|")
+		last := strings.TrimSpace(row[strings.LastIndex(row, " | ")+3:])
+		if last != "untested" && !mutation.MatchString(last) {
+			t.Errorf("docs/claims.md: the row %q names no mutation (`FILE` `CODE` → `MUTANT`, `go test ...`) and is not marked untested", row)
+		}
+	}
 	named := regexp.MustCompile("`((?:Test|Fuzz)[A-Za-z0-9_]+)`").FindAllStringSubmatch(guarantees, -1)
 	if len(named) < 10 {
 		t.Fatalf("the Guarantees section names %d tests; it should name the test of each guarantee", len(named))

@@ -136,10 +136,18 @@ func support(cmd *cobra.Command, name string) string {
 }
 
 // TestFlagParity: every flag helm, helm-diff and helmfile pass to these
-// commands is known, and none that helmfile can emit is refused.
+// commands is known, none that helmfile can emit is refused, and each one
+// called implemented has a test that shows its effect; a flag that changes
+// nothing must say so (a no-op, with the reason).
 func TestFlagParity(t *testing.T) {
+	shown := flagEffectsShown(t)
 	for path, sources := range compatSources(t) {
 		cmd := findCommand(t, path)
+		verb := strings.Fields(path)[0]
+		if verb == "upgrade" {
+			verb = "apply"
+		}
+		reported := map[string]bool{}
 		for source, flags := range sources {
 			for _, name := range flags {
 				s := support(cmd, name)
@@ -148,10 +156,175 @@ func TestFlagParity(t *testing.T) {
 					t.Errorf("%s: --%s (from %s) is unknown", path, name, source)
 				case source == "helmfile" && strings.HasPrefix(s, "refused"):
 					t.Errorf("%s: --%s is emitted by helmfile but refused (%s)", path, name, s)
+				case s == "implemented" && !shown[verb][cmd.Flag(name).Name] && !reported[name]:
+					reported[name] = true
+					t.Errorf("%s: --%s is called implemented but no test shows its effect: add a row that changes the result to Test%sFlags, name the test in flagEffectsElsewhere, or make it a no-op that says why", path, name, strings.ToUpper(verb[:1])+verb[1:])
 				}
 			}
 		}
 	}
+}
+
+// flagEffectsElsewhere names, per command, the flags whose effect a test
+// other than the flag tables shows (output printed, a cluster reached, a
+// chart fetched); TestFlagParity checks that each named test exists and
+// passes the flag.
+var flagEffectsElsewhere = map[string]map[string]string{
+	"apply": {
+		"ca-file":                  "TestChartFlags",
+		"cert-file":                "TestChartFlags",
+		"dependency-update":        "TestChartFlags",
+		"devel":                    "TestChartFlags",
+		"hide-notes":               "TestHelmFlagsOnApply",
+		"hide-secret":              "TestHelmRenderFlags",
+		"insecure-skip-tls-verify": "TestChartFlags",
+		"key-file":                 "TestChartFlags",
+		"keyring":                  "TestChartFlags",
+		"kube-context":             "TestGlobalFlagsParse",
+		"kubeconfig":               "TestGlobalFlagsReachTheAPIServer",
+		"namespace":                "TestNamespacesLikeHelm",
+		"output":                   "TestApplyHelmFlags",
+		"pass-credentials":         "TestChartFlags",
+		"password":                 "TestChartFlags",
+		"plain-http":               "TestChartFlags",
+		"post-renderer":            "TestHelmPostRenderer",
+		"post-renderer-args":       "TestHelmPostRenderer",
+		"repo":                     "TestChartFlags",
+		"set":                      "TestChartFlags",
+		"set-file":                 "TestChartFlags",
+		"set-json":                 "TestChartFlags",
+		"set-literal":              "TestChartFlags",
+		"set-string":               "TestChartFlags",
+		"username":                 "TestChartFlags",
+		"values":                   "TestChartFlags",
+		"verify":                   "TestChartFlags",
+		"version":                  "TestChartFlags",
+	},
+	"template": {
+		"ca-file":                  "TestTemplateChartDownloadFlags",
+		"cert-file":                "TestTemplateChartDownloadFlags",
+		"dependency-update":        "TestHelmRenderFlags",
+		"devel":                    "TestTemplateChartDownloadFlags",
+		"dry-run":                  "TestHelmRenderFlags",
+		"enable-dns":               "TestHelmRenderFlags",
+		"hide-secret":              "TestHelmRenderFlags",
+		"insecure-skip-tls-verify": "TestTemplateChartDownloadFlags",
+		"key-file":                 "TestTemplateChartDownloadFlags",
+		"keyring":                  "TestTemplateChartDownloadFlags",
+		"kube-context":             "TestGlobalFlagsParse",
+		"kubeconfig":               "TestGlobalFlagsReachTheAPIServer",
+		"namespace":                "TestNamespacesLikeHelm",
+		"output-dir":               "TestTemplateOutputDir",
+		"pass-credentials":         "TestTemplateChartDownloadFlags",
+		"password":                 "TestTemplateChartDownloadFlags",
+		"plain-http":               "TestOCIChart",
+		"post-renderer":            "TestHelmPostRenderer",
+		"post-renderer-args":       "TestHelmPostRenderer",
+		"release-name":             "TestHelmRenderFlags",
+		"repo":                     "TestTemplateChartDownloadFlags",
+		"set-file":                 "TestTemplateFlags",
+		"username":                 "TestTemplateChartDownloadFlags",
+		"validate":                 "TestHelmRenderFlags",
+		"verify":                   "TestTemplateChartDownloadFlags",
+		"version":                  "TestTemplateChartDownloadFlags",
+	},
+	"diff": {
+		"detailed-exitcode":        "TestDiff",
+		"devel":                    "TestChartFlags",
+		"dry-run":                  "TestDiffRefusesBeforeRendering",
+		"insecure-skip-tls-verify": "TestChartFlags",
+		"kube-context":             "TestGlobalFlagsParse",
+		"kubeconfig":               "TestGlobalFlagsReachTheAPIServer",
+		"namespace":                "TestNamespacesLikeHelm",
+		"no-color":                 "TestDiff",
+		"post-renderer":            "TestHelmFlagsOnApply",
+		"post-renderer-args":       "TestParseCall",
+		"repo":                     "TestChartFlags",
+		"set":                      "TestChartFlags",
+		"set-file":                 "TestChartFlags",
+		"set-json":                 "TestChartFlags",
+		"set-literal":              "TestChartFlags",
+		"set-string":               "TestChartFlags",
+		"values":                   "TestChartFlags",
+		"version":                  "TestChartFlags",
+	},
+}
+
+// flagEffectsShown is, per command (apply, template, diff; upgrade is
+// apply's), the flags a test shows the effect of: a row of the flag
+// tables whose result differs from the defaults, a flag of the chart and
+// injector tests, or an entry of flagEffectsElsewhere.
+func flagEffectsShown(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	shown := map[string]map[string]bool{"apply": {}, "template": {}, "diff": {}}
+	names := func(cmd *cobra.Command, args []string) []string {
+		var out []string
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			f := cmd.Flag(name)
+			if strings.Count(a, "-") >= 1 && !strings.HasPrefix(a, "--") {
+				f = cmd.Flags().ShorthandLookup(name)
+			}
+			if f != nil {
+				out = append(out, f.Name)
+			}
+		}
+		return out
+	}
+	applyCmd, diffCmd, templateCmd := findCommand(t, "upgrade"), findCommand(t, "diff"), findCommand(t, "template")
+	applyDefaults, applyCases := applyFlagCases()
+	for _, c := range applyCases {
+		if !cmp.Equal(c.want, applyDefaults, ignoreRuntime) {
+			for _, n := range names(applyCmd, c.args) {
+				shown["apply"][n] = true
+			}
+		}
+	}
+	diffDefaults, diffCases := diffFlagCases()
+	for _, c := range diffCases {
+		if c.print != nil || !cmp.Equal(c.want, diffDefaults, ignoreRuntime) {
+			for _, n := range names(diffCmd, c.args) {
+				shown["diff"][n] = true
+			}
+		}
+	}
+	for _, c := range templateFlagCases("CHART") {
+		if len(c.want)+len(c.lack) > 0 {
+			for _, n := range names(templateCmd, c.args) {
+				shown["template"][n] = true
+			}
+		}
+	}
+	// passes: the test's source has the flag as an argument, by its
+	// name or its shorthand.
+	passes := func(body, name string) bool {
+		if strings.Contains(body, `"--`+name) || strings.Contains(body, " --"+name) {
+			return true
+		}
+		f := findCommand(t, "upgrade").Flag(name)
+		return f != nil && f.Shorthand != "" && strings.Contains(body, `"-`+f.Shorthand+`"`)
+	}
+	tests := map[string]string{}
+	for _, tf := range repoTests(t) {
+		tests[tf.name] = tf.body
+	}
+	for verb, flags := range flagEffectsElsewhere {
+		for name, test := range flags {
+			body, ok := tests[test]
+			switch {
+			case !ok:
+				t.Errorf("flagEffectsElsewhere: %s --%s names %s, which is no test", verb, name, test)
+			case !passes(body, name):
+				t.Errorf("flagEffectsElsewhere: %s --%s names %s, which never passes --%s", verb, name, test, name)
+			default:
+				shown[verb][name] = true
+			}
+		}
+	}
+	return shown
 }
 
 // TestCompatibilityDoc generates docs/compatibility.md's tables from the

@@ -33,7 +33,6 @@ type diffFlags struct {
 	output        string
 	color         bool
 	noColor       bool
-	noValidation  bool
 	suppressLines []string
 	apiVersions   []string
 	dryRunMode    string
@@ -53,8 +52,6 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&d.color, "color", false, "color the output even when it is not a terminal")
 	f.BoolVar(&d.noColor, "no-color", false, "never color the output")
 	f.StringVar(&d.inputs.KubeVersion, "kube-version", "", "Kubernetes version for .Capabilities.KubeVersion (default: the server's)")
-	f.BoolVar(&d.noValidation, "disable-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
-	f.BoolVar(&d.noValidation, "disable-openapi-validation", false, "accepted for helm-diff compatibility: diff renders without validating against the server")
 	f.BoolVar(&d.install, "install", false, "same as --allow-unreleased (helm-diff's spelling for helm upgrade --install)")
 	f.BoolVarP(&d.print.SuppressSecrets, "suppress-secrets", "q", false, "leave Secrets out of the output")
 	f.BoolVar(&d.print.NoHooks, "no-hooks", false, "leave hooks out of the output (they still count for --detailed-exitcode)")
@@ -66,6 +63,11 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	d.render.add(f, false)
 	f.StringToStringVarP(&d.inputs.Labels, "labels", "l", nil, "the --labels apply would be given: a change of the release's labels counts as a change")
 	addDryRun(f, &d.dryRunMode, "--dry-run=server is how diff always works (lookups reach the cluster); client (no cluster) is refused: use helm-inject template")
+	// helm-diff validates the new manifests against the cluster's OpenAPI
+	// schema unless told not to; diff renders and compares, and never sends
+	// them to the server, so there is no validation to turn off.
+	noop(f, "disable-validation", "", noopBool(), "diff never validates the rendered manifests against the server (apply does, unless --disable-openapi-validation)")
+	noop(f, "disable-openapi-validation", "", noopBool(), "diff never validates the rendered manifests against the server's OpenAPI schema (apply does)")
 	noop(f, "normalize-manifests", "", noopBool(), "both sides are compared as documents after Helm's own rendering, not as raw text")
 	noop(f, "find-renames", "D", noopString(), "resources are paired by kind, namespace and name; a renamed one shows as removed and added")
 	noop(f, "take-ownership", "", noopBool(), "the diff is against the release record; resources an apply would take over show as added")
@@ -103,17 +105,10 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	if d.dryRunMode == "client" {
 		return errors.New("diff --dry-run=client (no cluster) is not supported: use helm-inject template to render without a cluster")
 	}
-	switch release.DiffOutput(d.output) {
-	case release.DiffOutputDiff, release.DiffOutputSimple, release.DiffOutputJSON:
-	default:
-		return fmt.Errorf("unknown --output %q (want diff, simple or json; helm-diff's template and dyff are not supported)", d.output)
-	}
-	for _, expr := range d.suppressLines {
-		re, err := regexp.Compile(expr)
-		if err != nil {
-			return fmt.Errorf("--suppress-output-line-regex %q: %w", expr, err)
-		}
-		d.print.SuppressLines = append(d.print.SuppressLines, re)
+	// The display flags are checked before anything is rendered.
+	print, err := d.printOptions(cmd.OutOrStdout())
+	if err != nil {
+		return err
 	}
 	rep, err := progressReporter(d.progress, cmd.ErrOrStderr())
 	if err != nil {
@@ -132,7 +127,7 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 	if err != nil {
 		return err
 	}
-	if err := release.WriteDiff(cmd.OutOrStdout(), res, d.printOptions(cmd.OutOrStdout())); err != nil {
+	if err := release.WriteDiff(cmd.OutOrStdout(), res, print); err != nil {
 		return err
 	}
 	if d.detailedExit && res.HasChanges() {
@@ -142,12 +137,26 @@ func (d *diffFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []st
 }
 
 // printOptions are the display flags; color follows --color and
-// --no-color, else whether out is a terminal.
-func (d *diffFlags) printOptions(out io.Writer) release.DiffPrintOptions {
+// --no-color, else whether out is a terminal. An unknown --output or a
+// --suppress-output-line-regex that does not compile is an error.
+func (d *diffFlags) printOptions(out io.Writer) (release.DiffPrintOptions, error) {
 	p := d.print
 	p.Output = release.DiffOutput(d.output)
+	switch p.Output {
+	case release.DiffOutputDiff, release.DiffOutputSimple, release.DiffOutputJSON:
+	default:
+		return p, fmt.Errorf("unknown --output %q (want diff, simple or json; helm-diff's template and dyff are not supported)", d.output)
+	}
+	p.SuppressLines = nil
+	for _, expr := range d.suppressLines {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return p, fmt.Errorf("--suppress-output-line-regex %q: %w", expr, err)
+		}
+		p.SuppressLines = append(p.SuppressLines, re)
+	}
 	p.Color = !d.noColor && (d.color || isTerminal(out))
-	return p
+	return p, nil
 }
 
 // newDiff builds the release.Diff the flags describe.

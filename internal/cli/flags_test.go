@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,12 +79,43 @@ var ignoreRuntime = cmp.Options{
 // TestApplyFlags: every flag of apply (and upgrade) lands in the field of
 // release.Apply that the Helm SDK reads, with helm's defaults when absent.
 func TestApplyFlags(t *testing.T) {
+	_, tests := applyFlagCases()
+	for _, verb := range []string{"apply", "upgrade"} {
+		for _, tt := range tests {
+			if verb == "apply" {
+				// apply always installs a missing release; -i changes nothing.
+				tt.want.Install = true
+			}
+			t.Run(verb+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				cmd, a := applyCommand(cli.New())
+				if verb == "upgrade" {
+					cmd, a = upgradeCommand(cli.New())
+				}
+				l := parsed(t, cmd, &a.releaseInputs, tt.args...)
+				got, err := a.newApply(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, *got, ignoreRuntime); diff != "" {
+					t.Errorf("release.Apply (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+type applyFlagCase struct {
+	args []string
+	want release.Apply
+}
+
+// applyFlagCases are TestApplyFlags' table: each flag's arguments and the
+// release.Apply upgrade builds from them (TestFlagParity counts a flag
+// whose want differs from the defaults as one whose effect is shown).
+func applyFlagCases() (release.Apply, []applyFlagCase) {
 	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Options: release.Options{Timeout: 5 * time.Minute, MaxHistory: 10}}
 	with := func(f func(*release.Apply)) release.Apply { a := defaults; f(&a); return a }
-	tests := []struct {
-		args []string
-		want release.Apply
-	}{
+	return defaults, []applyFlagCase{
 		{nil, defaults},
 		{[]string{"--create-namespace"}, with(func(a *release.Apply) { a.CreateNamespace = true })},
 		{[]string{"--wait"}, with(func(a *release.Apply) { a.Wait = true })},
@@ -123,40 +155,54 @@ func TestApplyFlags(t *testing.T) {
 		{[]string{"--install"}, with(func(a *release.Apply) { a.Install = true })},
 		{[]string{"-i"}, with(func(a *release.Apply) { a.Install = true })},
 	}
-	for _, verb := range []string{"apply", "upgrade"} {
-		for _, tt := range tests {
-			if verb == "apply" {
-				// apply always installs a missing release; -i changes nothing.
-				tt.want.Install = true
-			}
-			t.Run(verb+" "+strings.Join(tt.args, " "), func(t *testing.T) {
-				cmd, a := applyCommand(cli.New())
-				if verb == "upgrade" {
-					cmd, a = upgradeCommand(cli.New())
-				}
-				l := parsed(t, cmd, &a.releaseInputs, tt.args...)
-				got, err := a.newApply(l)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(tt.want, *got, ignoreRuntime); diff != "" {
-					t.Errorf("release.Apply (-want +got):\n%s", diff)
-				}
-			})
-		}
-	}
 }
 
 // TestDiffFlags: every flag of diff lands in release.Diff or in the print
 // options.
 func TestDiffFlags(t *testing.T) {
+	_, tests := diffFlagCases()
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd, d := diffCommand(cli.New(), "diff", "")
+			l := parsed(t, cmd, &d.releaseInputs, tt.args...)
+			got, err := d.newDiff(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, *got, ignoreRuntime); diff != "" {
+				t.Errorf("release.Diff (-want +got):\n%s", diff)
+			}
+			want := release.DiffPrintOptions{Context: 3, Output: release.DiffOutputDiff}
+			if tt.print != nil {
+				tt.print(&want)
+			}
+			// Not a terminal: color only with --color.
+			got2, err := d.printOptions(io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRegexp := cmp.Comparer(func(a, b *regexp.Regexp) bool { return a.String() == b.String() })
+			if diff := cmp.Diff(want, got2, cmpopts.IgnoreUnexported(release.DiffPrintOptions{}), sameRegexp); diff != "" {
+				t.Errorf("print options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type diffFlagCase struct {
+	args  []string
+	want  release.Diff
+	print func(*release.DiffPrintOptions)
+}
+
+// diffFlagCases are TestDiffFlags' table: each flag's arguments, the
+// release.Diff built from them and the change of the print options (a row
+// with a want other than the defaults, or a print change, shows the
+// flag's effect for TestFlagParity).
+func diffFlagCases() (release.Diff, []diffFlagCase) {
 	defaults := release.Diff{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}}
 	with := func(f func(*release.Diff)) release.Diff { d := defaults; f(&d); return d }
-	tests := []struct {
-		args  []string
-		want  release.Diff
-		print func(*release.DiffPrintOptions)
-	}{
+	return defaults, []diffFlagCase{
 		{nil, defaults, nil},
 		{[]string{"--allow-unreleased"}, with(func(d *release.Diff) { d.AllowUnreleased = true }), nil},
 		{[]string{"--install"}, with(func(d *release.Diff) { d.AllowUnreleased = true }), nil},
@@ -183,30 +229,13 @@ func TestDiffFlags(t *testing.T) {
 		{[]string{"--color"}, defaults, func(p *release.DiffPrintOptions) { p.Color = true }},
 		{[]string{"--color", "--no-color"}, defaults, nil},
 		{[]string{"--output", "json"}, defaults, func(p *release.DiffPrintOptions) { p.Output = release.DiffOutputJSON }},
-		// Accepted for helm-diff; diff never validates against the server.
+		{[]string{"--output", "simple"}, defaults, func(p *release.DiffPrintOptions) { p.Output = release.DiffOutputSimple }},
+		{[]string{"--suppress-output-line-regex", "^.*image:", "--suppress-output-line-regex", "replicas"}, defaults, func(p *release.DiffPrintOptions) {
+			p.SuppressLines = []*regexp.Regexp{regexp.MustCompile("^.*image:"), regexp.MustCompile("replicas")}
+		}},
+		// No-ops (helm-diff's): diff never validates against the server.
 		{[]string{"--disable-validation"}, defaults, nil},
 		{[]string{"--disable-openapi-validation"}, defaults, nil},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			cmd, d := diffCommand(cli.New(), "diff", "")
-			l := parsed(t, cmd, &d.releaseInputs, tt.args...)
-			got, err := d.newDiff(l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, *got, ignoreRuntime); diff != "" {
-				t.Errorf("release.Diff (-want +got):\n%s", diff)
-			}
-			want := release.DiffPrintOptions{Context: 3, Output: release.DiffOutputDiff}
-			if tt.print != nil {
-				tt.print(&want)
-			}
-			// Not a terminal: color only with --color.
-			if diff := cmp.Diff(want, d.printOptions(io.Discard), cmpopts.IgnoreUnexported(release.DiffPrintOptions{})); diff != "" {
-				t.Errorf("print options (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 
@@ -285,5 +314,35 @@ func chartFlagsOf(t *testing.T, verb, valuesFile, text string) {
 		"limits": map[string]any{"cpu": "2"}, "raw": "a,b=c", "motd": "hello"}
 	if diff := cmp.Diff(wantVals, l.vals); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
+	}
+}
+
+// TestDiffRefusesBeforeRendering: diff's flags that cannot work are
+// refused by name before a chart is loaded or a cluster asked (the chart
+// here does not exist, and no cluster is reachable).
+func TestDiffRefusesBeforeRendering(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dry-run=client"}, "diff --dry-run=client (no cluster) is not supported: use helm-inject template"},
+		// helm-diff's bare --dry-run is client.
+		{[]string{"--dry-run"}, "diff --dry-run=client (no cluster) is not supported"},
+		{[]string{"--output", "dyff"}, `unknown --output "dyff"`},
+		{[]string{"--suppress-output-line-regex", "(unclosed"}, `--suppress-output-line-regex "(unclosed"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+			_, errOut, code := runCLI(t, append([]string{"diff", "upgrade", "web", "./no-such-chart"}, tt.args...)...)
+			if code != 1 || !strings.Contains(errOut, tt.want) || strings.Contains(errOut, "no-such-chart") {
+				t.Errorf("exit %d, stderr %q; want 1 and %q (before the chart is read)", code, errOut, tt.want)
+			}
+		})
+	}
+	// --dry-run=server is how diff always works: accepted.
+	cmd, d := diffCommand(cli.New(), "upgrade", "")
+	if err := cmd.ParseFlags([]string{"--dry-run=server"}); err != nil || d.dryRunMode != "server" {
+		t.Errorf("--dry-run=server: mode %q, error %v", d.dryRunMode, err)
 	}
 }

@@ -18,6 +18,7 @@ func factsChart(t *testing.T) string {
 	testfs.Write(t, dir, map[string]string{
 		"Chart.yaml":         "apiVersion: v2\nname: facts\nversion: 0.1.0\n",
 		"values.yaml":        "replicas: 1\nlimits: {}\nraw: \"\"\n",
+		"env/raw.yaml":       "raw: from-a-values-file\n",
 		"values.schema.json": `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`,
 		"crds/widget.yaml":   "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
 		"templates/facts.yaml": `apiVersion: v1
@@ -66,25 +67,7 @@ func TestTemplateFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("template exited %d", code)
 	}
-	tests := []struct {
-		args       []string
-		want, lack []string
-	}{
-		{nil, []string{`isUpgrade: "false"`, `hasWidget: "false"`, "name: log-shipper", "name: migrate", "name: smoke"}, []string{"CustomResourceDefinition"}},
-		{[]string{"--is-upgrade"}, []string{`isUpgrade: "true"`}, nil},
-		{[]string{"--api-versions", "example.com/v1"}, []string{`hasWidget: "true"`}, nil},
-		{[]string{"-a", "example.com/v1"}, []string{`hasWidget: "true"`}, nil},
-		{[]string{"--kube-version", "1.29.3"}, []string{`kube: "v1.29.3"`}, nil},
-		{[]string{"--include-crds"}, []string{"kind: CustomResourceDefinition"}, nil},
-		{[]string{"--no-hooks"}, nil, []string{"name: migrate", "name: smoke"}},
-		{[]string{"--skip-tests"}, []string{"name: migrate"}, []string{"name: smoke"}},
-		{[]string{"--show-only", "templates/facts.yaml"}, []string{"r-facts"}, []string{"r-web"}},
-		{[]string{"-s", "templates/web.yaml"}, []string{"r-web", "name: log-shipper"}, []string{"r-facts"}},
-		{[]string{"--set-json", `limits={"cpu":"2"}`}, []string{`limits: "{\"cpu\":\"2\"}"`}, nil},
-		{[]string{"--set-literal", "raw=a,b=c"}, []string{`raw: "a,b=c"`}, nil},
-		{[]string{"--set", "replicas=many", "--skip-schema-validation"}, []string{"r-facts"}, nil},
-		{[]string{"--set-string", "raw=007"}, []string{`raw: "007"`}, nil},
-	}
+	tests := templateFlagCases(chart)
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			out, errOut, code := runCLI(t, append(slicesClone(base), tt.args...)...)
@@ -178,3 +161,33 @@ func TestTemplateFlags(t *testing.T) {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+type templateFlagCase struct {
+	args       []string
+	want, lack []string
+}
+
+// templateFlagCases are TestTemplateFlags' table for the chart factsChart
+// wrote: each flag's arguments and what template's output then has and
+// lacks (TestFlagParity counts the flags of a row as ones whose effect is
+// shown).
+func templateFlagCases(chart string) []templateFlagCase {
+	return []templateFlagCase{
+		{[]string{"--values", filepath.Join(chart, "env", "raw.yaml")}, []string{`raw: "from-a-values-file"`}, nil},
+		{[]string{"-f", filepath.Join(chart, "env", "raw.yaml"), "--set", "raw=set-wins"}, []string{`raw: "set-wins"`}, nil},
+		{nil, []string{`isUpgrade: "false"`, `hasWidget: "false"`, "name: log-shipper", "name: migrate", "name: smoke"}, []string{"CustomResourceDefinition"}},
+		{[]string{"--is-upgrade"}, []string{`isUpgrade: "true"`}, nil},
+		{[]string{"--api-versions", "example.com/v1"}, []string{`hasWidget: "true"`}, nil},
+		{[]string{"-a", "example.com/v1"}, []string{`hasWidget: "true"`}, nil},
+		{[]string{"--kube-version", "1.29.3"}, []string{`kube: "v1.29.3"`}, nil},
+		{[]string{"--include-crds"}, []string{"kind: CustomResourceDefinition"}, nil},
+		{[]string{"--no-hooks"}, nil, []string{"name: migrate", "name: smoke"}},
+		{[]string{"--skip-tests"}, []string{"name: migrate"}, []string{"name: smoke"}},
+		{[]string{"--show-only", "templates/facts.yaml"}, []string{"r-facts"}, []string{"r-web"}},
+		{[]string{"-s", "templates/web.yaml"}, []string{"r-web", "name: log-shipper"}, []string{"r-facts"}},
+		{[]string{"--set-json", `limits={"cpu":"2"}`}, []string{`limits: "{\"cpu\":\"2\"}"`}, nil},
+		{[]string{"--set-literal", "raw=a,b=c"}, []string{`raw: "a,b=c"`}, nil},
+		{[]string{"--set", "replicas=many", "--skip-schema-validation"}, []string{"r-facts"}, nil},
+		{[]string{"--set-string", "raw=007"}, []string{`raw: "007"`}, nil},
+	}
+}
