@@ -184,6 +184,18 @@ func TestDigest(t *testing.T) {
 	}
 }
 
+// TestIDString: the form errors name a resource by.
+func TestIDString(t *testing.T) {
+	for id, want := range map[ID]string{
+		{"apps/v1", "Deployment", "shop", "web"}: "apps/v1 Deployment shop/web",
+		{"v1", "Namespace", "", "shop"}:         "v1 Namespace shop",
+	} {
+		if got := id.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", id, got, want)
+		}
+	}
+}
+
 func TestInNamespace(t *testing.T) {
 	unset := ID{APIVersion: "v1", Kind: "ConfigMap", Name: "c"}
 	set := ID{APIVersion: "v1", Kind: "ConfigMap", Namespace: "other", Name: "c"}

@@ -185,7 +185,9 @@ func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[stri
 // the function that ends the watch.
 func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 	noop := func() {}
-	if a.Progress == nil || a.DryRun {
+	// A nil Progress (--progress none) watches nothing: its Watch is a
+	// no-op.
+	if a.DryRun {
 		return noop
 	}
 	waits := a.Wait || a.WaitForJobs || a.Atomic

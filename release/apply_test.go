@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 
+	"helm.sh/helm/v3/pkg/action"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -117,5 +119,83 @@ func TestApplyHistory(t *testing.T) {
 	a.Inputs = inputs(ValuesDefault)
 	if _, err := a.Run(t.Context(), "web", src, nil); err == nil || !strings.Contains(err.Error(), "revision 5 is pending-upgrade") || !strings.Contains(err.Error(), "helm rollback web") {
 		t.Errorf("apply over a pending revision: %v", err)
+	}
+}
+
+// TestMissingRelease: upgrade without --install refuses a release that
+// has no revision, as helm does, and writes nothing; with Install the same
+// call installs it. diff refuses it without --allow-unreleased, and says
+// whether the release is installed. A bare Apply waits helm's 5 minutes.
+func TestMissingRelease(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "api", Chart: ch}
+	a := NewApply(cfg)
+	if a.Timeout != 5*time.Minute || !a.Install {
+		t.Errorf("NewApply: timeout %v, install %v; want helm's 5m0s and true", a.Timeout, a.Install)
+	}
+	a.Install = false
+	a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+	d := NewDiff(cfg)
+	d.Inputs = a.Inputs
+	if _, err := d.Run(t.Context(), "web", src, nil); err == nil || !strings.Contains(err.Error(), `release "web" does not exist in namespace "shop"; use --allow-unreleased`) {
+		t.Errorf("diff of a missing release: %v", err)
+	}
+	d.AllowUnreleased = true
+	if dr, err := d.Run(t.Context(), "web", src, nil); err != nil || dr.Installed || !dr.HasChanges() {
+		t.Errorf("diff --allow-unreleased of a missing release: %v, %+v; want not installed, with changes", err, dr)
+	}
+	_, err = a.Run(t.Context(), "web", src, nil)
+	if err == nil || !strings.Contains(err.Error(), `release "web" has no deployed revision; use apply or upgrade --install`) {
+		t.Fatalf("upgrade of a missing release: %v", err)
+	}
+	if all, _ := cfg.Releases.ListReleases(); len(all) != 0 {
+		t.Errorf("the refused upgrade stored %d revisions", len(all))
+	}
+	a.Install = true
+	res, err := a.Run(t.Context(), "web", src, nil)
+	if err != nil || !res.Installed || res.Release.Version != 1 {
+		t.Fatalf("with Install: %v, %+v", err, res)
+	}
+	d.AllowUnreleased = false
+	if dr, err := d.Run(t.Context(), "web", src, nil); err != nil || !dr.Installed || dr.HasChanges() {
+		t.Errorf("diff of the installed release: %v, %+v; want installed, no changes", err, dr)
+	}
+}
+
+// TestInstallReplacesAnUninstalledRelease: a release whose history holds
+// only uninstalled revisions (helm uninstall --keep-history) is installed
+// again with the next revision number, as helm upgrade --install does.
+func TestInstallReplacesAnUninstalledRelease(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "api", Chart: ch}
+	apply := func() (*Result, error) {
+		a := NewApply(cfg)
+		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+		return a.Run(t.Context(), "web", src, nil)
+	}
+	if _, err := apply(); err != nil {
+		t.Fatal(err)
+	}
+	un := action.NewUninstall(cfg)
+	un.KeepHistory = true
+	if _, err := un.Run("web"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := apply()
+	if err != nil {
+		t.Fatalf("installing over an uninstalled revision: %v", err)
+	}
+	if !res.Installed || res.Release.Version != 2 || res.Release.Info.Status != helmrelease.StatusDeployed {
+		t.Errorf("got revision %d %s installed %v; want 2 deployed, installed", res.Release.Version, res.Release.Info.Status, res.Installed)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"
@@ -137,5 +139,65 @@ func TestStripTrailingCR(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "n, c, ConfigMap (v1) has changed:") {
 		t.Errorf("without --strip-trailing-cr:\n%s", out.String())
+	}
+}
+
+// TestCompare: each change says whether it is a hook and a test, from
+// whichever side has the document; comment-only documents are no change.
+func TestCompare(t *testing.T) {
+	doc := func(kind, name, hook, body string) manifest.Document {
+		return manifest.Document{ID: manifest.ID{APIVersion: "v1", Kind: kind, Name: name}, Hook: hook, Content: body}
+	}
+	before := []manifest.Document{
+		doc("ConfigMap", "kept", "", "a: 1"),
+		doc("Pod", "was-hook", "pre-install", "x: 1"),
+		doc("Pod", "old-test", "test", "t: 1"),
+		{Content: "# only a comment"},
+	}
+	after := []manifest.Document{
+		doc("ConfigMap", "kept", "", "a: 2"),
+		doc("Pod", "was-hook", "", "x: 2"),
+		doc("Job", "new-hook", "post-install", "j: 1"),
+		doc("ConfigMap", "plain", "", "p: 1"),
+		{Content: "# another comment"},
+	}
+	type row struct {
+		Type       ChangeType
+		Name       string
+		Hook, Test bool
+	}
+	var got []row
+	for _, c := range compare(before, after, "shop") {
+		got = append(got, row{c.Type, c.ID.Name, c.Hook, c.Test})
+	}
+	want := []row{
+		{Changed, "kept", false, false},
+		{Changed, "was-hook", true, false},
+		{Added, "new-hook", true, false},
+		{Added, "plain", false, false},
+		{Removed, "old-test", true, true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("compare (-want +got):\n%s", diff)
+	}
+}
+
+// TestSameJSON: values compare as they are stored.
+func TestSameJSON(t *testing.T) {
+	tests := []struct {
+		a, b map[string]any
+		want bool
+	}{
+		{nil, map[string]any{}, true},
+		{map[string]any{}, nil, true},
+		{map[string]any{"n": 2}, map[string]any{"n": 2.0}, true},
+		{map[string]any{"n": 1}, nil, false},
+		{nil, map[string]any{"n": 1}, false},
+		{map[string]any{"n": 1}, map[string]any{"n": "1"}, false},
+	}
+	for _, tt := range tests {
+		if got, err := sameJSON(tt.a, tt.b); err != nil || got != tt.want {
+			t.Errorf("sameJSON(%v, %v) = %v, %v; want %v", tt.a, tt.b, got, err, tt.want)
+		}
 	}
 }

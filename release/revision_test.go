@@ -1,6 +1,9 @@
 package release
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,6 +51,7 @@ func TestDecideRevision(t *testing.T) {
 		force       bool              // --force-upgrade: apply's alone (diff has no such flag)
 		chart       map[string]string // files written into the chart first
 		fail        bool              // mark the newest revision failed first
+		failedOver  bool              // store a failed revision over the deployed one first
 		wantChanges bool
 		wantReasons []string
 	}
@@ -67,6 +71,10 @@ func TestDecideRevision(t *testing.T) {
 		{name: "only Chart.yaml's description", vals: map[string]any{"level": "debug", "unused": 1},
 			chart:       map[string]string{"Chart.yaml": "apiVersion: v2\nname: decide\nversion: 0.2.0\ndescription: now described\n"},
 			wantReasons: []string{"the chart's metadata changes (Chart.yaml fields or helm-inject annotations)"}},
+		// An upgrade that failed leaves the revision before it deployed:
+		// the resources compare with that one, not with the failed one.
+		{name: "a failed upgrade over the deployed revision", vals: map[string]any{"level": "debug", "unused": 1}, failedOver: true,
+			wantReasons: []string{"the newest revision 10 is failed: apply applies again"}},
 	}
 	for _, s := range steps {
 		testfs.Write(t, dir, s.chart)
@@ -77,6 +85,22 @@ func TestDecideRevision(t *testing.T) {
 			}
 			last.Info.Status = helmrelease.StatusFailed
 			if err := cfg.Releases.Update(last); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.failedOver {
+			last, err := cfg.Releases.Last("decide")
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := *last
+			info := *last.Info
+			failed.Info, failed.Version, info.Status = &info, last.Version+1, helmrelease.StatusFailed
+			failed.Manifest = strings.Replace(last.Manifest, `level: "debug"`, `level: "broken"`, 1)
+			if failed.Manifest == last.Manifest {
+				t.Fatalf("the deployed manifest has no level to change:\n%s", last.Manifest)
+			}
+			if err := cfg.Releases.Create(&failed); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,5 +149,102 @@ func TestReuseValuesPrefersNewValues(t *testing.T) {
 		if diff := cmp.Diff(want, vals); diff != "" {
 			t.Errorf("mode %d: values (-want +got)\n%s", mode, diff)
 		}
+	}
+}
+
+// TestRenderedRevision: templates see the revision the apply will make
+// (.Release.Revision, .Release.IsUpgrade), as helm upgrade renders them.
+func TestRenderedRevision(t *testing.T) {
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = newFakeCluster()
+	dir := t.TempDir()
+	testfs.Write(t, dir, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: rev\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rev\ndata:\n  revision: \"{{ .Release.Revision }}\"\n  upgrade: \"{{ .Release.IsUpgrade }}\"\n",
+	})
+	ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: dir, Chart: ch}
+	in := Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+	for _, want := range []string{`revision: "1"` + "\n  upgrade: \"false\"", `revision: "2"` + "\n  upgrade: \"true\"", `revision: "3"` + "\n  upgrade: \"true\""} {
+		a := NewApply(cfg)
+		a.Inputs = in
+		res, err := a.Run(t.Context(), "rev", src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Release.Manifest, want) {
+			t.Errorf("revision %d rendered:\n%s\nwant %q", res.Release.Version, res.Release.Manifest, want)
+		}
+	}
+}
+
+// TestReconcileStrategies: a release keeps the built-in injector version
+// it recorded when a newer one appears, unless its strategy says
+// otherwise: never keeps it, with-chart keeps it while the chart renders
+// the same, always takes the newest the constraint allows.
+func TestReconcileStrategies(t *testing.T) {
+	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Ref: "api", Chart: ch}
+	libDir := t.TempDir()
+	copyVersion := func(v string) {
+		data, err := os.ReadFile(filepath.Join("..", "examples", "injectors", "log-shipper", v+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testfs.Write(t, libDir, map[string]string{"log-shipper/" + v + ".yaml": string(data)})
+	}
+	recorded := func(rel *helmrelease.Release) string {
+		recs, err := revisionRecords(rel)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("records of revision %d: %v %v", rel.Version, recs, err)
+		}
+		return recs[0].Version
+	}
+	for _, tt := range []struct {
+		strategy inject.ReconcileStrategy
+		want     string
+	}{
+		{inject.ReconcileNever, "1.0.0"},
+		{inject.ReconcileWithChart, "1.0.0"},
+		{inject.ReconcileAlways, "1.1.0"},
+		{"", "1.1.0"}, // always, by default
+	} {
+		t.Run(string(tt.strategy), func(t *testing.T) {
+			_ = os.RemoveAll(filepath.Join(libDir, "log-shipper", "1.1.0.yaml"))
+			copyVersion("1.0.0")
+			cfg := memoryConfig(t)
+			cfg.RESTClientGetter = newFakeCluster()
+			apply := func() *helmrelease.Release {
+				t.Helper()
+				lib, err := inject.LoadLibrary(libDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref, err := inject.ParseTemplateRef(lib, "log-shipper@^1", map[string]any{"destination": "logs:24224"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := NewApply(cfg)
+				a.Inputs = Inputs{Namespace: "shop", Reconcile: tt.strategy, Injectors: &inject.Declared{Specs: []inject.Spec{ref}}}
+				res, err := a.Run(t.Context(), "web", src, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Release
+			}
+			if v := recorded(apply()); v != "1.0.0" {
+				t.Fatalf("installed with %s", v)
+			}
+			copyVersion("1.1.0")
+			if v := recorded(apply()); v != tt.want {
+				t.Errorf("after 1.1.0 appeared: %s, want %s", v, tt.want)
+			}
+		})
 	}
 }
