@@ -7,11 +7,17 @@ tool puts no block around the condition of a `case` clause or of a
 switch's tag, so every mutant there is "not covered" even when a test runs
 it. This pass applies the same token change gremlins would (its own
 mapping: internal/engine/mappings.go), runs `go test ./PKG`, and marks a
-mutant the tests fail on as KILLED (with "recheck": true). One that still
+mutant the tests fail on as KILLED (with "recheck": true), and one that
+does not compile as NOT VIABLE, as gremlins does. One that still
 passes stays NOT COVERED: either no test runs it or none notices, and the
 report lists it for a person to look at.
 
-Usage: hack/mutation-recheck.py PKG REPORT.json
+With --lived, the mutants gremlins saw live are run again the same way:
+after tests were added for them, this brings a report up to date without
+a whole new gremlins run (a killed mutant stays killed: tests were only
+added).
+
+Usage: hack/mutation-recheck.py [--lived] PKG REPORT.json
 """
 import json
 import os
@@ -40,12 +46,18 @@ def operator_at(line, col):
 
 
 def main():
-    pkg, report = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    lived = "--lived" in args
+    args = [a for a in args if a != "--lived"]
+    pkg, report = args[0], args[1]
+    statuses = {"NOT COVERED", "LIVED"} if lived else {"NOT COVERED"}
+    counter = {"NOT COVERED": "mutants_not_covered", "LIVED": "mutants_lived"}
     r = json.load(open(report))
     for f in r.get("files", []):
         path = os.path.join(pkg, f["file_name"])
         for m in f["mutations"]:
-            if m["status"] != "NOT COVERED":
+            before = m["status"]
+            if before not in statuses:
                 continue
             src = open(path).read()
             lines = src.split("\n")
@@ -61,18 +73,27 @@ def main():
             shutil.copy(path, backup)
             try:
                 open(path, "w").write("\n".join(lines))
-                res = subprocess.run(["go", "test", "-count=1", "-timeout", "10m", "./" + pkg],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                # A mutant that does not compile (a string's + made -) is
+                # not viable, as gremlins counts it, and no test's kill.
+                build = subprocess.run(["go", "vet", "./" + pkg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                res = build if build.returncode != 0 else subprocess.run(
+                    ["go", "test", "-count=1", "-timeout", "10m", "./" + pkg],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             finally:
                 shutil.move(backup, path)
-            if res.returncode != 0:
+            if build.returncode != 0:
+                m["status"], m["recheck"] = "NOT VIABLE", True
+                r["mutants_not_viable"] = r.get("mutants_not_viable", 0) + 1
+                r[counter[before]] -= 1
+                print(f"  recheck: NOT VIABLE (does not build) {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
+            elif res.returncode != 0:
                 m["status"], m["recheck"] = "KILLED", True
                 r["mutants_killed"] += 1
-                r["mutants_not_covered"] -= 1
+                r[counter[before]] -= 1
                 print(f"  recheck: KILLED {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
             else:
-                print(f"  recheck: still NOT COVERED {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
-    r["rechecked"] = True
+                print(f"  recheck: still {before} {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
+    r["rechecked"] = "not covered and lived" if lived else "not covered"
     json.dump(r, open(report, "w"), indent=1)
 
 

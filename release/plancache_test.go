@@ -325,3 +325,52 @@ func TestPlanCacheKeyInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenPlanCacheKeyLength: a key of 16 bytes (128 bits) or more is a
+// run's key; a shorter one, or one that is not hex, is refused.
+func TestOpenPlanCacheKeyLength(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		key string
+		ok  bool
+	}{
+		{strings.Repeat("ab", 16), true},
+		{strings.Repeat("ab", 32), true},
+		{strings.Repeat("ab", 15), false},
+		{strings.Repeat("zz", 16), false},
+	} {
+		c, err := OpenPlanCache(dir, tt.key)
+		if tt.ok != (err == nil && c != nil) {
+			t.Errorf("key of %d hex digits: cache %v, error %v; want usable %v", len(tt.key), c != nil, err, tt.ok)
+		}
+	}
+}
+
+// TestPlanCacheStoreFailureLeavesNoTemporaryFile: an entry that cannot be
+// renamed into place (a folder has its name) is an error, and its
+// temporary file is removed.
+func TestPlanCacheStoreFailureLeavesNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenPlanCache(dir, strings.Repeat("ab", 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "k1.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "k1.json", "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store("k1", &built{}); err == nil || !strings.Contains(err.Error(), "writing the run's plan cache") {
+		t.Errorf("store over a folder: %v", err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(tmp) != 0 {
+		t.Errorf("left %v", tmp)
+	}
+}

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,8 +74,10 @@ func TestDecideRevision(t *testing.T) {
 			wantReasons: []string{"the chart's metadata changes (Chart.yaml fields or helm-inject annotations)"}},
 		// An upgrade that failed leaves the revision before it deployed:
 		// the resources compare with that one, not with the failed one.
+		// Its labels are the ones --labels merge with, as helm's upgrade
+		// takes the newest revision's.
 		{name: "a failed upgrade over the deployed revision", vals: map[string]any{"level": "debug", "unused": 1}, failedOver: true,
-			wantReasons: []string{"the newest revision 10 is failed: apply applies again"}},
+			labels: map[string]string{"team": "b"}, wantReasons: []string{"the newest revision 10 is failed: apply applies again"}},
 	}
 	for _, s := range steps {
 		testfs.Write(t, dir, s.chart)
@@ -97,6 +100,7 @@ func TestDecideRevision(t *testing.T) {
 			info := *last.Info
 			failed.Info, failed.Version, info.Status = &info, last.Version+1, helmrelease.StatusFailed
 			failed.Manifest = strings.Replace(last.Manifest, `level: "debug"`, `level: "broken"`, 1)
+			failed.Labels = map[string]string{"team": "b"}
 			if failed.Manifest == last.Manifest {
 				t.Fatalf("the deployed manifest has no level to change:\n%s", last.Manifest)
 			}
@@ -177,6 +181,49 @@ func TestRenderedRevision(t *testing.T) {
 		}
 		if !strings.Contains(res.Release.Manifest, want) {
 			t.Errorf("revision %d rendered:\n%s\nwant %q", res.Release.Version, res.Release.Manifest, want)
+		}
+		// Without injectors nothing is recorded: the chart carries no
+		// empty record.
+		if ann, ok := res.Release.Chart.Metadata.Annotations[inject.RecordsAnnotation]; ok {
+			t.Errorf("revision %d records %q without injectors", res.Release.Version, ann)
+		}
+	}
+}
+
+// TestResourceSizeLimit: a resource of MaxResourceBytes is applied; one
+// byte more is refused before anything is written, naming it and its
+// size.
+func TestResourceSizeLimit(t *testing.T) {
+	const head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  x: "
+	for _, tt := range []struct {
+		size    int
+		wantErr string
+	}{
+		{MaxResourceBytes, ""},
+		{MaxResourceBytes + 1, fmt.Sprintf(`release "big": v1 ConfigMap big in big/templates/big.yaml is %d bytes after injection; the API server stores at most %d bytes`, MaxResourceBytes+1, MaxResourceBytes)},
+	} {
+		cfg := memoryConfig(t)
+		cfg.RESTClientGetter = newFakeCluster()
+		dir := t.TempDir()
+		testfs.Write(t, dir, map[string]string{
+			"Chart.yaml":         "apiVersion: v2\nname: big\nversion: 0.1.0\n",
+			"templates/big.yaml": head + strings.Repeat("a", tt.size-len(head)) + "\n",
+		})
+		ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := NewApply(cfg)
+		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+		_, err = a.Run(t.Context(), "big", Source{Ref: dir, Chart: ch}, nil)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%d bytes: %v", tt.size, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%d bytes: error %v, want %q", tt.size, err, tt.wantErr)
+		}
+		if all, _ := cfg.Releases.ListReleases(); tt.wantErr != "" && len(all) != 0 {
+			t.Errorf("%d bytes: %d revisions stored", tt.size, len(all))
 		}
 	}
 }
