@@ -188,7 +188,7 @@ func TestDigest(t *testing.T) {
 func TestIDString(t *testing.T) {
 	for id, want := range map[ID]string{
 		{"apps/v1", "Deployment", "shop", "web"}: "apps/v1 Deployment shop/web",
-		{"v1", "Namespace", "", "shop"}:         "v1 Namespace shop",
+		{"v1", "Namespace", "", "shop"}:          "v1 Namespace shop",
 	} {
 		if got := id.String(); got != want {
 			t.Errorf("%#v.String() = %q, want %q", id, got, want)

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,5 +294,27 @@ func TestReconcileStrategies(t *testing.T) {
 				t.Errorf("after 1.1.0 appeared: %s, want %s", v, tt.want)
 			}
 		})
+	}
+}
+
+// TestMergeLabels: as helm's upgrade merges --labels: given over stored,
+// "null" removes, the others stay.
+func TestMergeLabels(t *testing.T) {
+	tests := []struct {
+		current, desired, want map[string]string
+	}{
+		{nil, map[string]string{"team": "a"}, map[string]string{"team": "a"}},
+		{map[string]string{"team": "a", "tier": "web"}, map[string]string{"team": "b"}, map[string]string{"team": "b", "tier": "web"}},
+		{map[string]string{"team": "a", "tier": "web"}, map[string]string{"tier": "null"}, map[string]string{"team": "a"}},
+		{nil, nil, map[string]string{}},
+	}
+	for _, tt := range tests {
+		current := maps.Clone(tt.current)
+		if got := mergeLabels(tt.current, tt.desired); !cmp.Equal(got, tt.want) {
+			t.Errorf("mergeLabels(%v, %v) = %v, want %v", tt.current, tt.desired, got, tt.want)
+		}
+		if !cmp.Equal(current, tt.current) {
+			t.Errorf("mergeLabels changed the stored labels to %v", tt.current)
+		}
 	}
 }
