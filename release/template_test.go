@@ -93,3 +93,33 @@ func TestTemplateShowOnly(t *testing.T) {
 		t.Errorf("unknown --show-only template: error = %v", err)
 	}
 }
+
+// TestTemplateHideSecret: --hide-secret prints each Secret of the
+// manifest as helm's comment, with none of its values; other documents
+// are printed whole.
+func TestTemplateHideSecret(t *testing.T) {
+	ch, _, err := chartify.Load("../fixtures/charts/webapp", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Inputs: Inputs{Namespace: "shop"}}).Run(t.Context(), "demo", Source{Ref: "webapp", Chart: ch}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, hidden bytes.Buffer
+	if err := WriteManifests(&plain, r, PrintOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifests(&hidden, r, PrintOptions{HideSecret: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plain.String(), "kind: Secret") {
+		t.Fatalf("the webapp chart renders no Secret:\n%s", plain.String())
+	}
+	if strings.Contains(hidden.String(), "kind: Secret") || !strings.Contains(hidden.String(), "# Source: webapp/templates/secret.yaml\n"+hiddenSecret) {
+		t.Errorf("--hide-secret printed:\n%s", hidden.String())
+	}
+	if !strings.Contains(hidden.String(), "kind: Deployment") {
+		t.Errorf("--hide-secret left out other documents:\n%s", hidden.String())
+	}
+}
