@@ -127,6 +127,14 @@ func TestTemplateArgs(t *testing.T) {
 				"--injector-library", filepath.Join(repo, "apps", "outside", "lib"), "--with", "x", "--injector-pins", filepath.Join(app, "helm-inject-pins.yaml"),
 				"--", "web", app},
 		},
+		{
+			// No built-ins: no library is needed, and none is passed.
+			name:   "an external injector alone",
+			params: Params{Inject: []string{"linkerd inject --manual FILE"}},
+			policy: Policy{AllowedCommands: []string{"linkerd"}},
+			want: []string{"template", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", "/tmp/inline.yaml", "--inject", "linkerd inject --manual FILE", "--", "web", app},
+		},
 		{name: "a program not allowed", params: Params{Inject: []string{"linkerd2 inject FILE"}}, policy: allow, wantErr: `application web: injector "linkerd2 inject FILE" runs "linkerd2", which this plugin does not allow (allowed: linkerd; the operator lists programs in HELM_INJECT_ALLOWED_COMMANDS`},
 		{name: "no program allowed", params: Params{Inject: []string{"linkerd inject FILE"}}, wantErr: "(allowed: none;"},
 		{name: "a path out of the repository", params: Params{ValuesFiles: []string{"../../../x.yaml"}}, wantErr: "values file \"../../../x.yaml\""},
