@@ -111,3 +111,20 @@ func TestLoadOperatorInjectorsRefusesAmbiguity(t *testing.T) {
 		}
 	}
 }
+
+// TestUndefinedOperatorInjector: an Application that names an injector the
+// operator did not define is refused with the names that are defined, or
+// "none".
+func TestUndefinedOperatorInjector(t *testing.T) {
+	for _, tt := range []struct {
+		pol  Policy
+		want string
+	}{
+		{Policy{}, `the operator defines no injector "mesh" (defined: none;`},
+		{Policy{Injectors: map[string]*OperatorInjector{"b": {}, "a": {}}}, `the operator defines no injector "mesh" (defined: a, b;`},
+	} {
+		if _, err := tt.pol.operatorInjectors([]string{"mesh"}, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("error %v, want %q", err, tt.want)
+		}
+	}
+}
