@@ -98,6 +98,7 @@ func TestLoadOperatorInjectorsRefusesAmbiguity(t *testing.T) {
 		`injector "a": no command`:                                       "injectors:\n- {name: a}\n",
 		`parameter "p" has no pattern`:                                   "injectors:\n- {name: a, command: [x, '{{p}}'], parameters: [{name: p}]}\n",
 		`the command uses {{q}}, which is no parameter`:                  "injectors:\n- {name: a, command: [x, '{{q}}']}\n",
+		`the command uses {{r}}, which is no parameter`:                  "injectors:\n- {name: a, command: [x, '--{{p}}={{r}}'], parameters: [{name: p, pattern: x}]}\n",
 		`the program cannot come from a parameter`:                       "injectors:\n- {name: a, command: ['{{p}}'], parameters: [{name: p, pattern: x}]}\n",
 		`parameter "p": the default "Y" does not match its pattern`:      "injectors:\n- {name: a, command: [x], parameters: [{name: p, pattern: '[a-z]', default: 'Y'}]}\n",
 		`field args not found`:                                           "injectors:\n- {name: a, command: [x], args: [y]}\n",
