@@ -234,3 +234,25 @@ func TestAnnounce(t *testing.T) {
 		t.Errorf("a chart outside the repository: %v", err)
 	}
 }
+
+// TestEscaped: Argo CD's variable name of a parameter: upper case, and
+// anything but A-Z, 0-9 and _ as _ (each edge of the ranges included).
+func TestEscaped(t *testing.T) {
+	for in, want := range map[string]string{
+		"values-files":   "VALUES_FILES",
+		"azAZ09_":        "AZAZ09_",
+		"`{@[/:":         "______",
+		"mesh.proxy-cpu": "MESH_PROXY_CPU",
+		"é":              "_",
+	} {
+		if got := escaped(in); got != want {
+			t.Errorf("escaped(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := EnvName(Announcement{Name: "with-set", CollectionType: "map"}); got != "" {
+		t.Errorf("a map parameter has the env name %q, want none", got)
+	}
+	if got := EnvName(Announcement{Name: "values-files", CollectionType: "array"}); got != EnvPrefix+"VALUES_FILES" {
+		t.Errorf("EnvName(values-files) = %q", got)
+	}
+}
