@@ -280,13 +280,23 @@ func inRepo(root, appDir, what, path string) (string, error) {
 	if strings.Contains(path, ",") {
 		return "", fmt.Errorf("%s %q: a path may not hold a comma", what, path)
 	}
-	real, err := filepath.EvalSymlinks(appDir + string(filepath.Separator) + path)
-	if err != nil {
-		return "", fmt.Errorf("%s %q: %w", what, path, err)
-	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return "", fmt.Errorf("the repository %s: %w", root, err)
+	}
+	real, err := filepath.EvalSymlinks(appDir + string(filepath.Separator) + path)
+	if err != nil {
+		// Where the path leads as far as it exists says whether it
+		// leaves the repository; the message never shows the server's
+		// folders (an Application's author reads it).
+		if errors.Is(err, fs.ErrNotExist) && !within(realRoot, deepestExisting(appDir, path)) {
+			return "", fmt.Errorf("%s %q is outside the repository", what, path)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("%s %q does not exist in the repository: %w", what, path, err)
 	}
 	if !within(realRoot, real) {
 		return "", fmt.Errorf("%s %q is outside the repository", what, path)
@@ -295,6 +305,24 @@ func inRepo(root, appDir, what, path string) (string, error) {
 		return "", fmt.Errorf("%s %q: it resolves to %s, which holds a comma", what, path, real)
 	}
 	return real, nil
+}
+
+// deepestExisting resolves path below the physical folder dir one element
+// at a time, as the kernel would ("s/.." is the parent of where the link s
+// leads), and returns the physical path of the longest part that exists.
+func deepestExisting(dir, path string) string {
+	cur, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return dir
+	}
+	for _, elem := range strings.Split(filepath.ToSlash(path), "/") {
+		next, err := filepath.EvalSymlinks(cur + string(filepath.Separator) + elem)
+		if err != nil {
+			break
+		}
+		cur = next
+	}
+	return cur
 }
 
 // within reports whether path is root or below it (both resolved).

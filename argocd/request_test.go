@@ -165,6 +165,21 @@ func TestTemplateArgs(t *testing.T) {
 		})
 	}
 
+	// A file that does not exist: outside when the part of its path that
+	// exists leads out of the repository, else missing; neither message
+	// shows the server's folders.
+	for path, want := range map[string]string{
+		"s/../../elsewhere/none.yaml": `values file "s/../../elsewhere/none.yaml" is outside the repository`,
+		"s/../../../x.yaml":           `values file "s/../../../x.yaml" is outside the repository`,
+		"nope.yaml":                   `values file "nope.yaml" does not exist in the repository: no such file or directory`,
+		"s/web/nope.yaml":             `values file "s/web/nope.yaml" does not exist in the repository: no such file or directory`,
+	} {
+		_, err := req(Params{ValuesFiles: []string{path}}).TemplateArgs(app, Policy{}, "")
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), top) {
+			t.Errorf("values file %q: %v, want %q without %s", path, err, want, top)
+		}
+	}
+
 	// A built-in injector needs the app's pins.
 	if err := os.Remove(filepath.Join(app, "helm-inject-pins.yaml")); err != nil {
 		t.Fatal(err)

@@ -352,12 +352,13 @@ func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
 	serveShippedPlugin(t)
 	repo := fleetRepo(t)
 	// Another team's checkout beside this one in the cmp-server's work
-	// folder, and a decoy where the path points once cleaned lexically.
+	// folder (it unpacks each request into _cmp_server/ID), and a decoy
+	// where the path points once cleaned lexically.
 	const secret = "tenant-b-password-4711"
 	work := os.Getenv("ARGOCD_CMP_WORKDIR")
 	for path, content := range map[string]string{
-		filepath.Join(work, "tenant-b", "secret.yaml"):         "greeting: " + secret + "\n",
-		filepath.Join(repo, "apps", "tenant-b", "secret.yaml"): "greeting: decoy\n",
+		filepath.Join(work, "_cmp_server", "tenant-b", "secret.yaml"): "greeting: " + secret + "\n",
+		filepath.Join(repo, "apps", "tenant-b", "secret.yaml"):        "greeting: decoy\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
