@@ -142,19 +142,18 @@ func clusterServer(settings *cli.EnvSettings) (server, where string) {
 	return cfg.Host, fmt.Sprintf("kubeconfig %s, context %q", strings.Join(kubeconfigFiles(loader.ConfigAccess()), ":"), contextInUse(settings, raw.CurrentContext))
 }
 
+// sameHost reports whether a request went to the API server. The server
+// may be a bare host:port ("127.0.0.1:6443" does not even parse as a URL).
 func sameHost(requested, server string) bool {
-	r, err1 := url.Parse(requested)
-	s, err2 := url.Parse(server)
-	if err1 != nil || err2 != nil {
+	r, err := url.Parse(requested)
+	if err != nil {
 		return false
 	}
-	if s.Host == "" { // a bare host:port
-		s, err2 = url.Parse("https://" + server)
-		if err2 != nil {
-			return false
-		}
+	s, err := url.Parse(server)
+	if err != nil || s.Host == "" {
+		s, err = url.Parse("https://" + server)
 	}
-	return r.Host == s.Host
+	return err == nil && r.Host == s.Host
 }
 
 // cause is the innermost reason a request failed: "connection refused",
