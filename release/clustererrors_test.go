@@ -116,3 +116,28 @@ current-context: gone
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }
+
+// TestNewConfiguration: the connection is checked first, the storage
+// driver is HELM_DRIVER's as in helm, and no debug function is needed.
+func TestNewConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "config")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\ncontexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HELM_DRIVER", "memory")
+	s := cli.New()
+	s.KubeConfig = kubeconfig
+	cfg, err := NewConfiguration(s, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Releases.Name(); got != "Memory" {
+		t.Errorf("storage driver %q, want Memory (HELM_DRIVER=memory)", got)
+	}
+	cfg.Log("a debug line with no debug function: %d", 1)
+	s.KubeConfig = filepath.Join(dir, "missing")
+	if _, err := NewConfiguration(s, "shop", nil); err == nil || !strings.Contains(err.Error(), "which does not exist") {
+		t.Errorf("a missing --kubeconfig: %v", err)
+	}
+}
