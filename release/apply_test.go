@@ -50,18 +50,25 @@ func (f fakeCluster) ToRESTMapper() (meta.RESTMapper, error) {
 	return nil, errors.New("no REST mapper here")
 }
 
-// TestApplyHistory walks a release's history in memory: install, an apply
-// with the same inputs that makes no revision, a values change that does,
-// each values mode as Helm's upgrade treats it, diff agreeing with apply
-// each time, and a pending revision refused with what to do.
-func TestApplyHistory(t *testing.T) {
+// apiRelease is an in-memory Helm configuration over a cluster that answers
+// discovery only, and the api fixture chart to apply with it.
+func apiRelease(t *testing.T) (*action.Configuration, Source) {
+	t.Helper()
 	cfg := memoryConfig(t)
 	cfg.RESTClientGetter = newFakeCluster()
 	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := Source{Ref: "api", Chart: ch}
+	return cfg, Source{Ref: "api", Chart: ch}
+}
+
+// TestApplyHistory walks a release's history in memory: install, an apply
+// with the same inputs that makes no revision, a values change that does,
+// each values mode as Helm's upgrade treats it, diff agreeing with apply
+// each time, and a pending revision refused with what to do.
+func TestApplyHistory(t *testing.T) {
+	cfg, src := apiRelease(t)
 	inputs := func(mode ValuesMode) Inputs {
 		return Inputs{Namespace: "shop", ValuesMode: mode, Injectors: &inject.Declared{}}
 	}
@@ -127,13 +134,7 @@ func TestApplyHistory(t *testing.T) {
 // call installs it. diff refuses it without --allow-unreleased, and says
 // whether the release is installed. A bare Apply waits helm's 5 minutes.
 func TestMissingRelease(t *testing.T) {
-	cfg := memoryConfig(t)
-	cfg.RESTClientGetter = newFakeCluster()
-	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := Source{Ref: "api", Chart: ch}
+	cfg, src := apiRelease(t)
 	a := NewApply(cfg)
 	if a.Timeout != 5*time.Minute || !a.Install {
 		t.Errorf("NewApply: timeout %v, install %v; want helm's 5m0s and true", a.Timeout, a.Install)
@@ -149,7 +150,7 @@ func TestMissingRelease(t *testing.T) {
 	if dr, err := d.Run(t.Context(), "web", src, nil); err != nil || dr.Installed || !dr.HasChanges() {
 		t.Errorf("diff --allow-unreleased of a missing release: %v, %+v; want not installed, with changes", err, dr)
 	}
-	_, err = a.Run(t.Context(), "web", src, nil)
+	_, err := a.Run(t.Context(), "web", src, nil)
 	if err == nil || !strings.Contains(err.Error(), `release "web" has no deployed revision; use apply or upgrade --install`) {
 		t.Fatalf("upgrade of a missing release: %v", err)
 	}
@@ -171,13 +172,7 @@ func TestMissingRelease(t *testing.T) {
 // only uninstalled revisions (helm uninstall --keep-history) is installed
 // again with the next revision number, as helm upgrade --install does.
 func TestInstallReplacesAnUninstalledRelease(t *testing.T) {
-	cfg := memoryConfig(t)
-	cfg.RESTClientGetter = newFakeCluster()
-	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := Source{Ref: "api", Chart: ch}
+	cfg, src := apiRelease(t)
 	apply := func() (*Result, error) {
 		a := NewApply(cfg)
 		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}

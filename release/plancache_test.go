@@ -158,13 +158,7 @@ func TestPlanCache(t *testing.T) {
 // one that another user or another run wrote or changed is refused, and
 // so is a folder others can write to.
 func TestPlanCacheTrustsOnlyItsRun(t *testing.T) {
-	cfg := memoryConfig(t)
-	cfg.RESTClientGetter = newFakeCluster()
-	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := Source{Ref: "api", Chart: ch}
+	cfg, src := apiRelease(t)
 	dir := runDir(t)
 	diff := func(c *PlanCache) error {
 		d := NewDiff(cfg)

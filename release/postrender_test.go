@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
 )
 
@@ -23,17 +22,12 @@ func (r renamer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 // stores its output and the hooks as they were; the SDK's own call is
 // answered from the plan, so the program does not run twice.
 func TestPostRendererOnTheRelease(t *testing.T) {
-	cfg := memoryConfig(t)
-	cfg.RESTClientGetter = newFakeCluster()
-	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, src := apiRelease(t)
 	var seen []string
 	a := NewApply(cfg)
 	a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
 	a.Render.PostRenderer = renamer{&seen}
-	res, err := a.Run(t.Context(), "demo", Source{Ref: "api", Chart: ch}, nil)
+	res, err := a.Run(t.Context(), "demo", src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +46,7 @@ func TestPostRendererOnTheRelease(t *testing.T) {
 	// template prints what apply stores: the post-rendered manifests,
 	// once, and the hooks.
 	var printed bytes.Buffer
-	tr, err := (&Template{Inputs: a.Inputs}).Run(t.Context(), "demo", Source{Ref: "api", Chart: ch}, nil)
+	tr, err := (&Template{Inputs: a.Inputs}).Run(t.Context(), "demo", src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
