@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
 // Announcement is one parameter as Argo CD's UI shows it (Argo CD's

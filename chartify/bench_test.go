@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/helm-inject/helm-inject/internal/benchchart"
 )

@@ -3,9 +3,11 @@ package chartify
 import (
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"helm.sh/helm/v4/pkg/engine"
 )
 
 // renderWithHelm renders text as a template of a chart with Helm's engine.
@@ -13,9 +15,9 @@ func renderWithHelm(t *testing.T, text string) string {
 	t.Helper()
 	ch := &chart.Chart{
 		Metadata:  &chart.Metadata{APIVersion: "v2", Name: "esc", Version: "0.1.0"},
-		Templates: []*chart.File{{Name: "templates/t.yaml", Data: []byte(text)}},
+		Templates: []*common.File{{Name: "templates/t.yaml", Data: []byte(text)}},
 	}
-	vals, err := chartutil.ToRenderValues(ch, map[string]any{"literal": "EVALUATED"}, chartutil.ReleaseOptions{Name: "r"}, chartutil.DefaultCapabilities)
+	vals, err := commonutil.ToRenderValues(ch, map[string]any{"literal": "EVALUATED"}, common.ReleaseOptions{Name: "r"}, common.DefaultCapabilities)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"helm.sh/helm/v4/pkg/engine"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
@@ -30,7 +33,7 @@ type RenderOptions struct {
 	IsUpgrade bool
 	// Capabilities is .Capabilities; OfflineCapabilities or
 	// ClusterCapabilities build it.
-	Capabilities *chartutil.Capabilities
+	Capabilities *common.Capabilities
 	// RESTConfig, when set, makes the lookup function query the cluster;
 	// without it lookup returns empty results, as in `helm template`.
 	RESTConfig           *rest.Config
@@ -58,11 +61,11 @@ type Rendered struct {
 // kubeVersion check, and the dependency conditions and import-values
 // applied (disabled subcharts removed). A plan taken from the cache needs
 // the chart in this state without rendering it again.
-func Prepare(ch *chart.Chart, vals map[string]any, caps *chartutil.Capabilities) error {
+func Prepare(ch *chart.Chart, vals map[string]any, caps *common.Capabilities) error {
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return fmt.Errorf("chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s", ch.Name(), kv, caps.KubeVersion.String())
 	}
-	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
 		return fmt.Errorf("chart %s: %w", ch.Name(), err)
 	}
 	return nil
@@ -85,14 +88,14 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 	if revision < 1 {
 		revision = 1
 	}
-	opts := chartutil.ReleaseOptions{
+	opts := common.ReleaseOptions{
 		Name:      o.ReleaseName,
 		Namespace: o.Namespace,
 		Revision:  revision,
 		IsInstall: !o.IsUpgrade,
 		IsUpgrade: o.IsUpgrade,
 	}
-	values, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, o.SkipSchemaValidation)
+	values, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, o.SkipSchemaValidation)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
 	}
@@ -231,13 +234,13 @@ func sortByKind(docs []manifest.Document) {
 // defaults, optionally with another Kubernetes version (--kube-version) and
 // extra API versions (--api-versions).
 // Without --kube-version the Kubernetes version is defaultKubeVersion.
-func OfflineCapabilities(kubeVersion string, apiVersions []string) *chartutil.Capabilities {
-	caps := chartutil.DefaultCapabilities.Copy()
+func OfflineCapabilities(kubeVersion string, apiVersions []string) *common.Capabilities {
+	caps := common.DefaultCapabilities.Copy()
 	if kubeVersion == "" {
 		kubeVersion = defaultKubeVersion
 	}
 	if kubeVersion != "" {
-		if kv, err := chartutil.ParseKubeVersion(kubeVersion); err == nil {
+		if kv, err := common.ParseKubeVersion(kubeVersion); err == nil {
 			caps.KubeVersion = *kv
 		}
 	}
@@ -247,7 +250,7 @@ func OfflineCapabilities(kubeVersion string, apiVersions []string) *chartutil.Ca
 
 // ClusterCapabilities asks the API server for its version and API groups,
 // as Helm's install and upgrade do.
-func ClusterCapabilities(dc discovery.DiscoveryInterface) (*chartutil.Capabilities, error) {
+func ClusterCapabilities(dc discovery.DiscoveryInterface) (*common.Capabilities, error) {
 	if cached, ok := dc.(discovery.CachedDiscoveryInterface); ok {
 		cached.Invalidate()
 	}
@@ -259,10 +262,10 @@ func ClusterCapabilities(dc discovery.DiscoveryInterface) (*chartutil.Capabiliti
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, fmt.Errorf("reading the Kubernetes API versions: %w", err)
 	}
-	return &chartutil.Capabilities{
+	return &common.Capabilities{
 		APIVersions: apis,
-		KubeVersion: chartutil.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
-		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+		KubeVersion: common.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		HelmVersion: common.DefaultCapabilities.HelmVersion,
 	}, nil
 }
 

@@ -7,10 +7,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/helm-inject/helm-inject/internal/benchchart"
 )
@@ -81,10 +84,10 @@ func renderFiles(t *testing.T, dir string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chartutil.ProcessDependenciesWithMerge(ch, nil); err != nil {
+	if err := chartutil.ProcessDependencies(ch, nil); err != nil {
 		t.Fatal(err)
 	}
-	vals, err := chartutil.ToRenderValues(ch, nil, chartutil.ReleaseOptions{Name: "r", Namespace: "ns", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	vals, err := commonutil.ToRenderValues(ch, nil, common.ReleaseOptions{Name: "r", Namespace: "ns", Revision: 1, IsInstall: true}, common.DefaultCapabilities)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,13 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v4/pkg/action"
+	helmchart "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/registry"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -113,11 +115,19 @@ func loadChart(path string) (*chart.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading chart %s: %w", path, err)
 	}
+	if v := ch.Metadata.APIVersion; v != chart.APIVersionV1 && v != chart.APIVersionV2 {
+		// helm 4.3.2 refuses apiVersion v3 charts for install too.
+		return nil, fmt.Errorf("chart %s has apiVersion %q: helm-inject installs apiVersion v1 and v2 charts only, as helm 4 does", path, v)
+	}
 	if ch.Metadata.Type == "library" {
 		return nil, fmt.Errorf("chart %s is a library chart and cannot be installed", path)
 	}
 	if deps := ch.Metadata.Dependencies; len(deps) > 0 {
-		if err := action.CheckDependencies(ch, deps); err != nil {
+		reqs := make([]helmchart.Dependency, len(deps))
+		for i, d := range deps {
+			reqs[i] = d
+		}
+		if err := action.CheckDependencies(ch, reqs); err != nil {
 			return nil, missingDependencies{fmt.Errorf("chart %s: %w (run `helm dependency build %s`, or pass --dependency-update)", path, err, path)}
 		}
 	}
@@ -221,7 +231,7 @@ func loadManifests(dir string) (*chart.Chart, error) {
 		if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
 			name += ".yaml"
 		}
-		ch.Templates = append(ch.Templates, &chart.File{Name: name, Data: []byte(Escape(string(data)))})
+		ch.Templates = append(ch.Templates, &common.File{Name: name, Data: []byte(Escape(string(data)))})
 	}
 	return ch, nil
 }
@@ -243,7 +253,7 @@ func loadKustomization(dir string) (*chart.Chart, error) {
 			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 		}
 		name := fmt.Sprintf("templates/%03d-%s-%s.yaml", i, strings.ToLower(r.GetKind()), invalidNameChars.ReplaceAllString(strings.ToLower(r.GetName()), "-"))
-		ch.Templates = append(ch.Templates, &chart.File{Name: name, Data: []byte(Escape(string(y)))})
+		ch.Templates = append(ch.Templates, &common.File{Name: name, Data: []byte(Escape(string(y)))})
 	}
 	if len(ch.Templates) == 0 {
 		return nil, errors.New("kustomize build " + dir + " produced no resources")

@@ -11,9 +11,10 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/helm-inject/helm-inject/manifest"
@@ -69,7 +70,7 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 	for _, f := range src.Raw {
 		if f.Name == "values.yaml" {
 			tc.Raw = append(tc.Raw, f)
-			vals, err := chartutil.ReadValues(f.Data)
+			vals, err := common.ReadValues(f.Data)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s's values.yaml: %w", src.Name(), err)
 			}
@@ -96,10 +97,10 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 		b.WriteString("\n")
 	}
 	for _, name := range order {
-		tc.Templates = append(tc.Templates, &chart.File{Name: name, Data: []byte(files[name].String())})
+		tc.Templates = append(tc.Templates, &common.File{Name: name, Data: []byte(files[name].String())})
 	}
 	if r.Notes != "" {
-		tc.Templates = append(tc.Templates, &chart.File{Name: "templates/NOTES.txt", Data: []byte(Escape(r.Notes))})
+		tc.Templates = append(tc.Templates, &common.File{Name: "templates/NOTES.txt", Data: []byte(Escape(r.Notes))})
 	}
 
 	crds, err := flattenCRDs(src)
@@ -109,7 +110,7 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 	tc.Files = append(tc.Files, crds...)
 	// In the order Helm's loader reads them back from disk, so the chart
 	// in memory installs its CRDs in the order the written one does.
-	byName := func(a, b *chart.File) int { return strings.Compare(a.Name, b.Name) }
+	byName := func(a, b *common.File) int { return strings.Compare(a.Name, b.Name) }
 	slices.SortFunc(tc.Templates, byName)
 	slices.SortFunc(tc.Files, byName)
 	if err := tc.Validate(); err != nil {
@@ -174,9 +175,9 @@ func flatten(chartName, source, dir string) (string, error) {
 
 // flattenCRDs collects the CRDs of the chart and all its subcharts, keeping
 // the first definition of each CRD name.
-func flattenCRDs(src *chart.Chart) ([]*chart.File, error) {
+func flattenCRDs(src *chart.Chart) ([]*common.File, error) {
 	seen := map[string]bool{}
-	var out []*chart.File
+	var out []*common.File
 	for _, crd := range src.CRDObjects() {
 		var kept []string
 		for _, doc := range manifest.Split(string(crd.File.Data)) {
@@ -197,7 +198,7 @@ func flattenCRDs(src *chart.Chart) ([]*chart.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &chart.File{Name: name, Data: []byte(strings.Join(kept, "\n---\n") + "\n")})
+		out = append(out, &common.File{Name: name, Data: []byte(strings.Join(kept, "\n---\n") + "\n")})
 	}
 	return out, nil
 }
@@ -213,7 +214,7 @@ func WriteChart(ch *chart.Chart, dir string) error {
 	if err != nil {
 		return err
 	}
-	files := []*chart.File{{Name: "Chart.yaml", Data: chartYAML}}
+	files := []*common.File{{Name: "Chart.yaml", Data: chartYAML}}
 	files = append(files, ch.Raw...)
 	files = append(files, ch.Templates...)
 	files = append(files, ch.Files...)

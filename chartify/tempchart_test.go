@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	"github.com/helm-inject/helm-inject/internal/benchchart"
 	"github.com/helm-inject/helm-inject/internal/testfs"
@@ -398,7 +399,7 @@ func TestWriteKeptChart(t *testing.T) {
 
 	// A first run of a chart with one more template.
 	withStale := *tc
-	withStale.Templates = append(slices.Clone(tc.Templates), &chart.File{Name: "templates/stale.yaml", Data: []byte("kind: Stale")})
+	withStale.Templates = append(slices.Clone(tc.Templates), &common.File{Name: "templates/stale.yaml", Data: []byte("kind: Stale")})
 	kept := filepath.Join(t.TempDir(), "new")
 	if err := WriteKeptChart(&withStale, kept); err != nil {
 		t.Fatalf("a new folder: %v", err)

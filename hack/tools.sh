@@ -152,14 +152,18 @@ build_helmfile() {
   stamp helmfile "$HELMFILE_VERSION"
 }
 
-# Helm 4, installed as helm4, to test the plugin there.
+# Helm 4, installed as helm4 (beside helm 3), and as helm in its own folder
+# (helm4/helm): helm 4 names its server-side apply field manager after its
+# file name, and users run it as helm.
 build_helm4() {
-  fresh helm4 "$HELM4_VERSION" && return
+  fresh helm4 "$HELM4_VERSION" && [[ -x "$tools_dir/helm4/helm" ]] && return
   log "building helm $HELM4_VERSION as helm4 (about 3 minutes on a cold cache)"
   local tmp="$src/helm4-bin"
   rm -rf "$tmp" && mkdir -p "$tmp"
   GOBIN="$tmp" go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM4_VERSION" "helm.sh/helm/v4/cmd/helm@$HELM4_VERSION"
   mv "$tmp/helm" "$bin/helm4"
+  mkdir -p "$tools_dir/helm4"
+  cp "$bin/helm4" "$tools_dir/helm4/helm"
   stamp helm4 "$HELM4_VERSION"
 }
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
 // nothingToBuild reports whether a `helm dependency build` call (args as

@@ -12,12 +12,12 @@ import (
 
 	"github.com/gosuri/uitable"
 	"github.com/spf13/pflag"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/cli/output"
-	rspb "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli/output"
+	rspb "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -112,13 +112,21 @@ func answerList(c Call, stdout io.Writer) bool {
 func listReleases(cfg *action.Configuration, l *action.List) ([]*rspb.Release, error) {
 	name, ok := strings.CutPrefix(l.Filter, "^")
 	if name, ok = strings.CutSuffix(name, "$"); !ok || !plainReleaseName.MatchString(name) {
-		return l.Run()
+		found, err := l.Run()
+		if err != nil {
+			return nil, err
+		}
+		return release.V1Releases(found)
 	}
 	if err := cfg.KubeClient.IsReachable(); err != nil {
 		return nil, err
 	}
-	revisions, err := cfg.Releases.History(name)
+	found, err := cfg.Releases.History(name)
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, err
+	}
+	revisions, err := release.V1Releases(found)
+	if err != nil {
 		return nil, err
 	}
 	var latest *rspb.Release

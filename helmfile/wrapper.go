@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	helmcli "helm.sh/helm/v3/pkg/cli"
+	helmcli "helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/internal/interrupt"
 	"github.com/helm-inject/helm-inject/release"

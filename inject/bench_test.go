@@ -8,10 +8,12 @@ import (
 	"slices"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/helm-inject/helm-inject/internal/benchchart"
 	"github.com/helm-inject/helm-inject/manifest"
@@ -31,7 +33,7 @@ func benchDocs(b *testing.B, n int) []manifest.Document {
 	if err != nil {
 		b.Fatal(err)
 	}
-	vals, err := chartutil.ToRenderValues(ch, nil, chartutil.ReleaseOptions{Name: "bench", Namespace: "default"}, nil)
+	vals, err := commonutil.ToRenderValues(ch, nil, common.ReleaseOptions{Name: "bench", Namespace: "default"}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

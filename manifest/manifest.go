@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -76,52 +77,45 @@ func (d Document) IsTestHook() bool {
 	return false
 }
 
-// Split cuts a multi-document YAML stream into trimmed documents,
-// in order, exactly as Helm does: Helm splits at the regular expression
-// `(?:^|\s*\n)---\s*` (pkg/releaseutil). This is that expression's
-// leftmost-first matching written out by hand, because the regular
-// expression's backtracking was a third of the cost of reading a render.
-// FuzzSplit holds it to Helm's own function.
+// Split cuts a multi-document YAML stream into trimmed documents, in
+// order, where Helm 4 cuts it: at every line that starts with "---" (with
+// the spaces and tabs after it), Helm's `(?m)^---[ \t]*` (pkg/release/v1/util),
+// written out by hand because the regular expression was a third of the
+// cost of reading a render. A piece of white space only is no document.
+// Helm keeps a document's trailing white space; helm-inject trims it, so
+// documents compare equal however the stream spaced them. FuzzSplit holds
+// it to Helm's own function.
 func Split(stream string) []string {
-	s := strings.TrimSpace(stream)
+	s := strings.TrimLeftFunc(stream, unicode.IsSpace)
 	var docs []string
 	add := func(d string) {
-		// As Helm: a piece is dropped when empty before trimming, so one
-		// of white space \s does not cover (a vertical tab) stays, empty.
-		if d != "" {
-			docs = append(docs, strings.TrimSpace(d))
+		if d = strings.TrimSpace(d); d != "" {
+			docs = append(docs, d)
 		}
 	}
 	start := 0 // where the current document begins
-	from := 0  // where the search for the next separator begins
 	if strings.HasPrefix(s, "---") {
-		start = skipSpace(s, 3)
-		from = start
+		start = skipBlanks(s, 3)
 	}
-	for {
+	for from := start; ; {
 		i := strings.Index(s[from:], "\n---")
 		if i < 0 {
 			break
 		}
-		nl := from + i
-		add(s[start:nl])
-		start = skipSpace(s, nl+4)
+		sep := from + i + 1
+		add(s[start:sep])
+		start = skipBlanks(s, sep+3)
 		from = start
 	}
 	add(s[start:])
 	return docs
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// white space as the regular expression \s means it ([\t\n\f\r ]).
-func skipSpace(s string, i int) int {
-	for i < len(s) {
-		switch s[i] {
-		case '\t', '\n', '\f', '\r', ' ':
-			i++
-		default:
-			return i
-		}
+// skipBlanks returns the index of the first byte at or after i that is not
+// a space or a tab.
+func skipBlanks(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
 	}
 	return i
 }

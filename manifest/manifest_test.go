@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 )
 
 // helmSplit is Helm's own splitter, in document order.
@@ -28,7 +28,8 @@ func helmSplit(s string) []string {
 	})
 	var out []string
 	for _, k := range keys {
-		out = append(out, m[k])
+		// Helm 4 keeps a document's trailing white space; Split trims.
+		out = append(out, strings.TrimSpace(m[k]))
 	}
 	return out
 }
@@ -43,8 +44,8 @@ var splitCases = []string{
 	"--- \na: 1\n---   \nb: 2",
 	"a: 1\n--- # comment\nb: 2",
 	"  \n\n---\n\n",
-	// A separator's trailing white space swallows the newline another
-	// separator would need: Helm keeps "---" in the second document.
+	// Helm 4 cuts at every line that starts with "---", even "----" and
+	// "---b" (helm 3 kept "---" in the second document of the first).
 	"a\n---\n---\nb",
 	"---\n---\na: 1",
 	"a\n----\nb",

@@ -1,13 +1,17 @@
 package release
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/kube"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/helm-inject/helm-inject/inject"
@@ -28,31 +32,79 @@ type Apply struct {
 }
 
 // Options are Helm's install and upgrade options that apply passes on to
-// the SDK, bound by the CLI to helm's flags of the same names.
+// the SDK, bound by the CLI to helm's flags of the same names (helm 4's,
+// and helm 3's older names for the same thing).
 type Options struct {
 	CreateNamespace bool
 	// Install allows installing a release that does not exist yet
 	// (`upgrade --install`); apply always sets it.
-	Install      bool
-	Wait         bool
-	WaitForJobs  bool
-	Timeout      time.Duration
-	Atomic       bool
-	MaxHistory   int
-	Description  string
-	DryRun       bool
-	DisableHooks bool
-	SkipCRDs     bool
+	Install bool
+	// Wait is helm 4's --wait strategy: kube.StatusWatcherStrategy
+	// (kstatus, `--wait` alone), kube.LegacyStrategy (helm 3's polling),
+	// or kube.HookOnlyStrategy (only hooks; "" means this).
+	Wait        kube.WaitStrategy
+	WaitForJobs bool
+	Timeout     time.Duration
+	// RollbackOnFailure is --rollback-on-failure (helm 3's --atomic): a
+	// failed install is uninstalled, a failed upgrade rolled back; it
+	// waits with the watcher unless told another strategy.
+	RollbackOnFailure bool
+	MaxHistory        int
+	Description       string
+	DryRun            bool
+	DisableHooks      bool
+	SkipCRDs          bool
 	// ForceUpgrade upgrades even when nothing changed.
 	ForceUpgrade bool
-	// Force, CleanupOnFail and DisableOpenAPIValidation are Helm's flags.
-	Force                    bool
+	// ServerSide is --server-side: "true", "false" or "auto" (""): an
+	// install applies server-side, an upgrade the way the release's last
+	// revision did, as helm 4 does.
+	ServerSide string
+	// ForceConflicts takes fields other managers own (server-side only);
+	// ForceReplace (--force-replace, helm 3's --force) replaces objects.
+	ForceConflicts bool
+	ForceReplace   bool
+	// CleanupOnFail and DisableOpenAPIValidation are Helm's flags.
 	CleanupOnFail            bool
 	DisableOpenAPIValidation bool
-	// TakeOwnership and Recreate are Helm's --take-ownership and
-	// --recreate-pods.
+	// TakeOwnership is Helm's --take-ownership; Recreate is helm 3's
+	// --recreate-pods, which helm 4 dropped (see recreatePods).
 	TakeOwnership bool
 	Recreate      bool
+}
+
+// waitStrategy is the strategy the SDK is given: always set (helm 4's SDK
+// refuses none), and the watcher when --rollback-on-failure needs a wait.
+func (o Options) waitStrategy() kube.WaitStrategy {
+	switch {
+	case o.Wait != "" && o.Wait != kube.HookOnlyStrategy:
+		return o.Wait
+	case o.RollbackOnFailure:
+		return kube.StatusWatcherStrategy
+	}
+	return kube.HookOnlyStrategy
+}
+
+// waitsForResources says whether the install or upgrade waits for the
+// release's workloads, not only its hooks.
+func (o Options) waitsForResources() bool {
+	return o.waitStrategy() != kube.HookOnlyStrategy || o.WaitForJobs
+}
+
+// check refuses options helm 4 refuses together, before anything is done.
+func (o Options) check() error {
+	switch o.ServerSide {
+	case "", "auto", "true", "false":
+	default:
+		return fmt.Errorf("--server-side %q: must be true, false or auto", o.ServerSide)
+	}
+	if o.ForceConflicts && o.ForceReplace {
+		return errors.New("--force-conflicts and --force-replace (--force) cannot be used together: one takes fields over in server-side apply, the other replaces whole objects")
+	}
+	if o.ForceConflicts && o.ServerSide == "false" {
+		return errors.New("--force-conflicts needs server-side apply; it cannot be used with --server-side=false")
+	}
+	return nil
 }
 
 // NewApply returns an Apply bound to a Helm configuration.
@@ -78,6 +130,9 @@ type Result struct {
 
 // Run applies src as release name with the user's values vals.
 func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[string]any) (*Result, error) {
+	if err := a.check(); err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
 	p, err := makePlan(ctx, a.cfg, name, src, vals, a.Inputs)
 	if err != nil {
 		return nil, err
@@ -108,24 +163,29 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 	inst.ReleaseName = name
 	inst.Namespace = a.Namespace
 	inst.CreateNamespace = a.CreateNamespace
-	inst.Wait, inst.WaitForJobs, inst.Timeout, inst.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
+	inst.WaitStrategy, inst.WaitForJobs, inst.Timeout, inst.RollbackOnFailure = a.waitStrategy(), a.WaitForJobs, a.Timeout, a.RollbackOnFailure
 	inst.Description = a.Description
-	inst.DryRun = a.DryRun
+	inst.DryRunStrategy = dryRunStrategy(a.DryRun)
+	inst.ServerSideApply = a.ServerSide != "false"
+	inst.ForceConflicts = a.ForceConflicts
 	inst.DisableHooks = a.DisableHooks
 	inst.SkipCRDs = a.SkipCRDs
 	inst.SkipSchemaValidation = true // checked against the source chart
-	inst.Force = a.Force
+	inst.ForceReplace = a.ForceReplace
 	inst.DisableOpenAPIValidation = a.DisableOpenAPIValidation
 	inst.TakeOwnership = a.TakeOwnership
 	inst.Labels = a.Labels
-	inst.PostRenderer = p.postRenderer
 	// A release whose history holds only uninstalled revisions (kept
 	// with --keep-history) is replaced, as `helm upgrade --install` does.
 	inst.Replace = p.last != nil
 	a.cfg.Releases.MaxHistory = a.MaxHistory
 	stop := a.watch(ctx, p)
-	rel, err := inst.RunWithContext(ctx, p.chart, vals)
+	out, err := inst.RunWithContext(ctx, p.chart, vals)
 	stop()
+	rel, relErr := V1Release(out)
+	if relErr != nil {
+		return nil, fmt.Errorf("release %q: install: %w", name, relErr)
+	}
 	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
 		return &Result{Release: rel, Installed: true}, a.interruptedInstall(rel, err)
 	}
@@ -139,20 +199,20 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[string]any) (*Result, error) {
 	up := action.NewUpgrade(a.cfg)
 	up.Namespace = a.Namespace
-	up.Wait, up.WaitForJobs, up.Timeout, up.Atomic = a.Wait, a.WaitForJobs, a.Timeout, a.Atomic
+	up.WaitStrategy, up.WaitForJobs, up.Timeout, up.RollbackOnFailure = a.waitStrategy(), a.WaitForJobs, a.Timeout, a.RollbackOnFailure
 	up.MaxHistory = a.MaxHistory
 	up.Description = a.Description
-	up.DryRun = a.DryRun
+	up.DryRunStrategy = dryRunStrategy(a.DryRun)
+	up.ServerSideApply = cmp.Or(a.ServerSide, "auto")
+	up.ForceConflicts = a.ForceConflicts
 	up.DisableHooks = a.DisableHooks
 	up.SkipCRDs = a.SkipCRDs
 	up.SkipSchemaValidation = true
-	up.Force = a.Force
+	up.ForceReplace = a.ForceReplace
 	up.CleanupOnFail = a.CleanupOnFail
 	up.DisableOpenAPIValidation = a.DisableOpenAPIValidation
 	up.TakeOwnership = a.TakeOwnership
 	up.Labels = a.Labels
-	up.Recreate = a.Recreate
-	up.PostRenderer = p.postRenderer
 	switch a.ValuesMode {
 	case ValuesReset:
 		up.ResetValues = true
@@ -162,19 +222,28 @@ func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[stri
 		up.ResetThenReuseValues = true
 	}
 	stop := a.watch(ctx, p)
-	rel, err := up.RunWithContext(ctx, name, p.chart, vals)
+	out, err := up.RunWithContext(ctx, name, p.chart, vals)
 	stop()
+	rel, relErr := V1Release(out)
+	if relErr != nil {
+		return nil, fmt.Errorf("release %q: upgrade: %w", name, relErr)
+	}
 	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
 		// Helm's upgrade marks the revision failed itself (and rolls back
-		// with --atomic).
-		if a.Atomic {
+		// with --rollback-on-failure).
+		if a.RollbackOnFailure {
 			// Helm's error says that it rolled back.
 			return &Result{Release: rel}, fmt.Errorf("release %q: upgrade interrupted: %w", name, err)
 		}
-		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade interrupted (%w): revision %d is %s; `helm rollback %s` returns to the deployed revision (--atomic does this by itself)", name, err, rel.Version, rel.Info.Status, name)
+		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade interrupted (%w): revision %d is %s; `helm rollback %s` returns to the deployed revision (--rollback-on-failure does this by itself)", name, err, rel.Version, rel.Info.Status, name)
 	}
 	if err != nil {
 		return &Result{Release: rel}, fmt.Errorf("release %q: upgrade: %w", name, err)
+	}
+	if a.Recreate && !a.DryRun {
+		if err := recreatePods(ctx, a.cfg, p); err != nil {
+			return &Result{Release: rel}, fmt.Errorf("release %q: --recreate-pods: %w", name, err)
+		}
 	}
 	return &Result{Release: rel}, nil
 }
@@ -190,7 +259,7 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 	if a.DryRun {
 		return noop
 	}
-	waits := a.Wait || a.WaitForJobs || a.Atomic
+	waits := a.waitsForResources()
 	var resources []progress.Resource
 	for _, d := range p.rendered.Documents {
 		if d.Empty() || !progress.Watched(d.ID.Kind) {
@@ -222,19 +291,28 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 // which would block every later apply ("another operation is in
 // progress"). As Helm's upgrade does for an interrupted upgrade, the
 // revision is marked failed, so the next apply upgrades from it; with
-// --atomic the release is uninstalled instead, as after any failed install.
+// --rollback-on-failure the release is uninstalled instead, as after any failed install.
 func (a *Apply) interruptedInstall(rel *release.Release, cause error) error {
-	if a.Atomic {
+	if a.RollbackOnFailure {
 		un := action.NewUninstall(a.cfg)
-		un.Wait, un.Timeout = true, a.Timeout
+		un.WaitStrategy, un.Timeout = kube.StatusWatcherStrategy, a.Timeout
 		if _, err := un.Run(rel.Name); err != nil {
-			return fmt.Errorf("release %q: install interrupted (%w); --atomic could not uninstall it: %w", rel.Name, cause, err)
+			return fmt.Errorf("release %q: install interrupted (%w); --rollback-on-failure could not uninstall it: %w", rel.Name, cause, err)
 		}
-		return fmt.Errorf("release %q: install interrupted (%w); uninstalled it (--atomic)", rel.Name, cause)
+		return fmt.Errorf("release %q: install interrupted (%w); uninstalled it (--rollback-on-failure)", rel.Name, cause)
 	}
-	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Install interrupted: %v", cause))
+	rel.SetStatus(rcommon.StatusFailed, fmt.Sprintf("Install interrupted: %v", cause))
 	if err := a.cfg.Releases.Update(rel); err != nil {
 		return fmt.Errorf("release %q: install interrupted (%w); marking revision %d failed: %w", rel.Name, cause, rel.Version, err)
 	}
 	return fmt.Errorf("release %q: install interrupted (%w): revision %d is failed; run apply again to finish it, or helm uninstall %s", rel.Name, cause, rel.Version, rel.Name)
+}
+
+// dryRunStrategy is the SDK's dry run for helm-inject's: the client-side
+// one (server-side dry runs are a render option, see RenderOptions).
+func dryRunStrategy(dryRun bool) action.DryRunStrategy {
+	if dryRun {
+		return action.DryRunClient
+	}
+	return action.DryRunNone
 }

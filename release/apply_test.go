@@ -2,6 +2,7 @@ package release
 
 import (
 	"errors"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -114,11 +115,8 @@ func TestApplyHistory(t *testing.T) {
 	}
 
 	// A pending revision (its apply was killed) stops the next one.
-	last, err := cfg.Releases.Last("web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	last.Info.Status = helmrelease.StatusPendingUpgrade
+	last := lastRevision(t, cfg, "web")
+	last.Info.Status = rcommon.StatusPendingUpgrade
 	if err := cfg.Releases.Update(last); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +188,21 @@ func TestInstallReplacesAnUninstalledRelease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("installing over an uninstalled revision: %v", err)
 	}
-	if !res.Installed || res.Release.Version != 2 || res.Release.Info.Status != helmrelease.StatusDeployed {
+	if !res.Installed || res.Release.Version != 2 || res.Release.Info.Status != rcommon.StatusDeployed {
 		t.Errorf("got revision %d %s installed %v; want 2 deployed, installed", res.Release.Version, res.Release.Info.Status, res.Installed)
 	}
+}
+
+// lastRevision is the newest stored revision of name.
+func lastRevision(t *testing.T, cfg *action.Configuration, name string) *helmrelease.Release {
+	t.Helper()
+	found, err := cfg.Releases.Last(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := V1Release(found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }

@@ -6,24 +6,36 @@ package release
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 )
+
+// FieldManager is the field manager of every object helm-inject applies:
+// the helm CLI's own (helm 4 names it after its file name, "helm"), so
+// that helm-inject and helm can follow each other on one release without
+// server-side apply conflicts.
+const FieldManager = "helm"
 
 // NewConfiguration builds a Helm action configuration for namespace from the
 // user's settings (kubeconfig, context, HELM_DRIVER), as the helm CLI does.
-// debug receives Helm's debug log; nil discards it.
-func NewConfiguration(settings *cli.EnvSettings, namespace string, debug func(format string, v ...any)) (*action.Configuration, error) {
-	if debug == nil {
-		debug = func(string, ...any) {}
+// log receives Helm's log; nil discards it.
+func NewConfiguration(settings *cli.EnvSettings, namespace string, log slog.Handler) (*action.Configuration, error) {
+	if log == nil {
+		log = slog.DiscardHandler
 	}
 	if err := checkKubeconfig(settings); err != nil {
 		return nil, err
 	}
-	cfg := new(action.Configuration)
-	if err := cfg.Init(settings.RESTClientGetter(), namespace, os.Getenv("HELM_DRIVER"), debug); err != nil {
+	// The SDK reads its field manager from this package variable only; it
+	// is the same constant for every configuration, so setting it again is
+	// harmless.
+	kube.ManagedFieldsManager = FieldManager
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(log))
+	if err := cfg.Init(settings.RESTClientGetter(), namespace, os.Getenv("HELM_DRIVER")); err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
 	return cfg, nil

@@ -13,7 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 )
 
 // TestExplainClusterError: an error of the cluster connection is told as
@@ -118,7 +119,8 @@ current-context: gone
 }
 
 // TestNewConfiguration: the connection is checked first, the storage
-// driver is HELM_DRIVER's as in helm, and no debug function is needed.
+// driver is HELM_DRIVER's as in helm, no log handler is needed, and the
+// field manager is helm's.
 func TestNewConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "config")
@@ -135,7 +137,11 @@ func TestNewConfiguration(t *testing.T) {
 	if got := cfg.Releases.Name(); got != "Memory" {
 		t.Errorf("storage driver %q, want Memory (HELM_DRIVER=memory)", got)
 	}
-	cfg.Log("a debug line with no debug function: %d", 1)
+	cfg.Logger().Debug("a debug line with no log handler", "n", 1)
+	// helm 4's CLI is the field manager "helm"; so is every apply.
+	if kube.ManagedFieldsManager != "helm" {
+		t.Errorf("the SDK's field manager is %q, want helm", kube.ManagedFieldsManager)
+	}
 	s.KubeConfig = filepath.Join(dir, "missing")
 	if _, err := NewConfiguration(s, "shop", nil); err == nil || !strings.Contains(err.Error(), "which does not exist") {
 		t.Errorf("a missing --kubeconfig: %v", err)

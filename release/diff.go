@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"

@@ -1,8 +1,6 @@
 package release
 
 import (
-	"helm.sh/helm/v3/pkg/postrender"
-
 	"github.com/helm-inject/helm-inject/inject"
 )
 
@@ -54,7 +52,7 @@ type RenderFlags struct {
 	SubNotes bool
 	// PostRenderer runs after injection on the manifests (not hooks), as
 	// Helm's --post-renderer does.
-	PostRenderer postrender.PostRenderer
+	PostRenderer PostRenderer
 	// APIVersions are added to .Capabilities.APIVersions (--api-versions).
 	APIVersions []string
 }

@@ -3,7 +3,7 @@ package release
 import (
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v4/pkg/action"
 
 	"github.com/helm-inject/helm-inject/inject"
 )
@@ -24,7 +24,11 @@ func (l *List) Run() ([]*ReleaseState, error) {
 	ls.AllNamespaces = l.AllNamespaces
 	ls.All = true
 	ls.SetStateMask()
-	rels, err := ls.Run()
+	found, err := ls.Run()
+	if err != nil {
+		return nil, fmt.Errorf("listing releases: %w", err)
+	}
+	rels, err := V1Releases(found)
 	if err != nil {
 		return nil, fmt.Errorf("listing releases: %w", err)
 	}

@@ -6,14 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"slices"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/postrender"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/client-go/rest"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -25,28 +27,33 @@ import (
 // history returns the revision an upgrade builds on (nil when the release
 // must be installed) and the latest revision of any status.
 func history(cfg *action.Configuration, name string) (current, last *release.Release, err error) {
-	last, err = cfg.Releases.Last(name)
+	found, err := cfg.Releases.Last(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil, nil
+	}
+	if err == nil {
+		last, err = V1Release(found)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %q: reading its history: %w", name, err)
 	}
-	if last.Info.Status == release.StatusUninstalled {
+	if last.Info.Status == rcommon.StatusUninstalled {
 		return nil, last, nil
 	}
 	if last.Info.Status.IsPending() {
 		undo := "helm rollback " + name
-		if last.Info.Status == release.StatusPendingInstall {
+		if last.Info.Status == rcommon.StatusPendingInstall {
 			undo = "helm uninstall " + name
 		}
 		return nil, nil, fmt.Errorf("release %q: another operation (install/upgrade/rollback) is in progress (revision %d is %s); "+
 			"if none is (the one that started it was killed or lost the API server), `%s` ends it", name, last.Version, last.Info.Status, undo)
 	}
 	current = last
-	if last.Info.Status != release.StatusDeployed {
-		if dep, err := cfg.Releases.Deployed(name); err == nil {
-			current = dep
+	if last.Info.Status != rcommon.StatusDeployed {
+		if found, err := cfg.Releases.Deployed(name); err == nil {
+			if dep, err := V1Release(found); err == nil && dep != nil {
+				current = dep
+			}
 		}
 	}
 	return current, last, nil
@@ -65,9 +72,6 @@ type plan struct {
 	rendered *chartify.Rendered
 	// namespace is the release's namespace.
 	namespace string
-	// postRenderer, when the user gave one, replays its output for the
-	// install or upgrade (see postRender).
-	postRenderer postrender.PostRenderer
 	// recordsBefore are the injectors current records (none for an
 	// install); records are the ones the new revision records.
 	recordsBefore, records []inject.Record
@@ -150,7 +154,7 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
-	tc, rendered, records, err := assemble(name, src, b)
+	tc, rendered, records, err := assemble(name, src, b, o.Render.PostRenderer)
 	if err != nil {
 		return nil, err
 	}
@@ -159,19 +163,13 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if err := keepChart(name, tc, o.KeepChart); err != nil {
 		return nil, err
 	}
-	pl := &plan{current: current, last: last, chart: tc, rendered: rendered, namespace: opts.Namespace, recordsBefore: recordsBefore, records: records, values: renderVals}
-	if o.Render.PostRenderer != nil {
-		if pl.postRenderer, err = postRender(rendered, o.Render.PostRenderer); err != nil {
-			return nil, fmt.Errorf("release %q: %w", name, err)
-		}
-	}
-	return pl, nil
+	return &plan{current: current, last: last, chart: tc, rendered: rendered, namespace: opts.Namespace, recordsBefore: recordsBefore, records: records, values: renderVals}, nil
 }
 
 // clusterFacts asks the cluster for its capabilities, with a
 // --kube-version override and extra --api-versions applied, and returns the
 // REST config that lets lookup reach it.
-func clusterFacts(cfg *action.Configuration, name, kubeVersion string, apiVersions []string) (*chartutil.Capabilities, *rest.Config, error) {
+func clusterFacts(cfg *action.Configuration, name, kubeVersion string, apiVersions []string) (*common.Capabilities, *rest.Config, error) {
 	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to Kubernetes: %w", err)
@@ -181,7 +179,7 @@ func clusterFacts(cfg *action.Configuration, name, kubeVersion string, apiVersio
 		return nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	if kubeVersion != "" {
-		kv, err := chartutil.ParseKubeVersion(kubeVersion)
+		kv, err := common.ParseKubeVersion(kubeVersion)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--kube-version %q: %w", kubeVersion, err)
 		}
@@ -206,12 +204,12 @@ type Chooser func(renderedDigest string) (inject.Choice, error)
 // render of the temporary chart gives (exactly what the release will hold)
 // and the injector records written into its annotations. Nothing is
 // written.
-func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
+func BuildChart(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string, pr PostRenderer) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
 	b, err := renderAndInject(ctx, name, src, vals, opts, declared, choose, injectDir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return assemble(name, src, b)
+	return assemble(name, src, b, pr)
 }
 
 // built is what rendering and injecting a release produced: everything the
@@ -275,7 +273,7 @@ func renderAndInject(ctx context.Context, name string, src Source, vals map[stri
 
 // assemble builds the temporary chart from what was rendered and injected,
 // and what Helm's render of it gives.
-func assemble(name string, src Source, b *built) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
+func assemble(name string, src Source, b *built, pr PostRenderer) (*chart.Chart, *chartify.Rendered, []inject.Record, error) {
 	ann := map[string]string{}
 	if len(b.Records) > 0 {
 		var err error
@@ -283,12 +281,19 @@ func assemble(name string, src Source, b *built) (*chart.Chart, *chartify.Render
 			return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 		}
 	}
+	docs := b.Docs
+	if pr != nil {
+		var err error
+		if docs, err = postRender(b.chart.Name(), docs, pr); err != nil {
+			return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
 	rendered := &chartify.Rendered{Chart: b.chart, Notes: b.Notes}
-	tc, err := chartify.BuildTempChart(rendered, b.Docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Annotations: ann, RenderedDigest: b.Digest})
+	tc, err := chartify.BuildTempChart(rendered, docs, chartify.TempChartOptions{Source: redact.String(src.Ref), Annotations: ann, RenderedDigest: b.Digest})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	r, err := chartify.RenderTempChart(tc, rendered, b.Docs)
+	r, err := chartify.RenderTempChart(tc, rendered, docs)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("release %q: %w", name, err)
 	}

@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -139,7 +139,7 @@ func (c *PlanCache) key(name string, src Source, vals map[string]any, opts chart
 		k.Cluster = rc.Host
 	}
 	if caps := opts.Capabilities; caps != nil {
-		k.KubeVersion = caps.KubeVersion.String()
+		k.KubeVersion = caps.KubeVersion.Version
 		k.APIVersions = slices.Sorted(slices.Values(caps.APIVersions))
 	}
 	if d := o.Injectors; d != nil {
@@ -199,7 +199,7 @@ func chartDigest(ch *chart.Chart) string {
 	walk = func(c *chart.Chart) {
 		b, _ := json.Marshal([]any{c.Metadata, c.Lock, c.Values})
 		fmt.Fprintf(h, "chart %d %s\nschema %d %s\n", len(b), b, len(c.Schema), c.Schema)
-		for _, fs := range [][]*chart.File{c.Templates, c.Files} {
+		for _, fs := range [][]*common.File{c.Templates, c.Files} {
 			for _, f := range fs {
 				fmt.Fprintf(h, "file %s %d %s\n", f.Name, len(f.Data), f.Data)
 			}
@@ -215,7 +215,7 @@ func chartDigest(ch *chart.Chart) string {
 }
 
 // load returns the entry for key, if the run has one.
-func (c *PlanCache) load(key string, ch *chart.Chart, vals map[string]any, caps *chartutil.Capabilities) (*built, bool, error) {
+func (c *PlanCache) load(key string, ch *chart.Chart, vals map[string]any, caps *common.Capabilities) (*built, bool, error) {
 	if c == nil || key == "" {
 		return nil, false, nil
 	}

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -257,7 +258,7 @@ func TestPlanCacheKeyInputs(t *testing.T) {
 		}
 		return keyInputs{
 			name: "keyed", src: Source{Ref: "keyed", Chart: ch}, vals: map[string]any{"level": "debug"},
-			opts: chartify.RenderOptions{Namespace: "shop", Revision: 2, IsUpgrade: true, Capabilities: chartutil.DefaultCapabilities.Copy(),
+			opts: chartify.RenderOptions{Namespace: "shop", Revision: 2, IsUpgrade: true, Capabilities: common.DefaultCapabilities.Copy(),
 				RESTConfig: &rest.Config{Host: "https://a:6443"}},
 			in:      Inputs{Injectors: &inject.Declared{Specs: []inject.Spec{cmd}, Timeout: time.Minute}, InjectDir: "."},
 			current: 1, records: []inject.Record{{Name: "sidecar-injector f=FILE", Digest: "sha256:1"}},

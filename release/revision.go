@@ -2,10 +2,11 @@ package release
 
 import (
 	"fmt"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"maps"
 	"reflect"
 
-	"helm.sh/helm/v3/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/manifest"
@@ -61,7 +62,7 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 	}
 	// After a failed or interrupted upgrade the cluster may hold a part of
 	// it, so even the same inputs are applied again.
-	if p.last != nil && (p.last.Version != current.Version || current.Info.Status != release.StatusDeployed) {
+	if p.last != nil && (p.last.Version != current.Version || current.Info.Status != rcommon.StatusDeployed) {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("the newest revision %d is %s: apply applies again", p.last.Version, p.last.Info.Status))
 	}
 	d.Reasons = append(d.Reasons, metadataReasons(current, p, len(d.Changes) > 0)...)

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	helmrelease "helm.sh/helm/v3/pkg/release"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -83,23 +84,17 @@ func TestDecideRevision(t *testing.T) {
 	for _, s := range steps {
 		testfs.Write(t, dir, s.chart)
 		if s.fail {
-			last, err := cfg.Releases.Last("decide")
-			if err != nil {
-				t.Fatal(err)
-			}
-			last.Info.Status = helmrelease.StatusFailed
+			last := lastRevision(t, cfg, "decide")
+			last.Info.Status = rcommon.StatusFailed
 			if err := cfg.Releases.Update(last); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if s.failedOver {
-			last, err := cfg.Releases.Last("decide")
-			if err != nil {
-				t.Fatal(err)
-			}
+			last := lastRevision(t, cfg, "decide")
 			failed := *last
 			info := *last.Info
-			failed.Info, failed.Version, info.Status = &info, last.Version+1, helmrelease.StatusFailed
+			failed.Info, failed.Version, info.Status = &info, last.Version+1, rcommon.StatusFailed
 			failed.Manifest = strings.Replace(last.Manifest, `level: "debug"`, `level: "broken"`, 1)
 			failed.Labels = map[string]string{"team": "b"}
 			if failed.Manifest == last.Manifest {

@@ -3,8 +3,8 @@ package release
 import (
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/action"
+	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -57,7 +57,11 @@ func NewStatus(cfg *action.Configuration) *Status { return &Status{cfg: cfg} }
 
 // Run reports on release name.
 func (s *Status) Run(name string) (*ReleaseState, error) {
-	rel, err := s.cfg.Releases.Last(name)
+	found, err := s.cfg.Releases.Last(name)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	rel, err := V1Release(found)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}

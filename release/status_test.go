@@ -1,17 +1,20 @@
 package release
 
 import (
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	kubefake "helm.sh/helm/v3/pkg/kube/fake"
-	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	kubefake "helm.sh/helm/v4/pkg/kube/fake"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage"
+	"helm.sh/helm/v4/pkg/storage/driver"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -21,12 +24,10 @@ import (
 // a kube client that applies nothing, as Helm tests its actions.
 func memoryConfig(t *testing.T, rels ...*release.Release) *action.Configuration {
 	t.Helper()
-	cfg := &action.Configuration{
-		Releases:     storage.Init(driver.NewMemory()),
-		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
-		Capabilities: chartutil.DefaultCapabilities,
-		Log:          func(string, ...any) {},
-	}
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
+	cfg.Releases = storage.Init(driver.NewMemory())
+	cfg.KubeClient = &kubefake.PrintingKubeClient{Out: io.Discard}
+	cfg.Capabilities = common.DefaultCapabilities
 	for _, r := range rels {
 		if err := cfg.Releases.Create(r); err != nil {
 			t.Fatal(err)
@@ -40,7 +41,7 @@ func memoryConfig(t *testing.T, rels ...*release.Release) *action.Configuration 
 func revision(name, ns string, version int, records string) *release.Release {
 	return &release.Release{
 		Name: name, Namespace: ns, Version: version,
-		Info: &release.Info{Status: release.StatusDeployed},
+		Info: &release.Info{Status: rcommon.StatusDeployed},
 		Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "api", Version: "0.1.0", APIVersion: "v2", Annotations: map[string]string{
 			chartify.AnnotationRendered: "sha256:r", chartify.AnnotationSource: "./api", inject.RecordsAnnotation: records,
 		}}},
@@ -55,8 +56,9 @@ func TestStatusAndListReadRecords(t *testing.T) {
 		revision("web", "shop", 1, `[{"name":"log-shipper","version":"1.0.0","digest":"sha256:a"}]`),
 		revision("web", "shop", 2, `[{"name":"log-shipper","version":"1.1.0","digest":"sha256:b"},{"name":"sidecar-injector f=FILE","digest":"sha256:c"}]`),
 	)
-	old, _ := cfg.Releases.Get("web", 1)
-	old.Info.Status = release.StatusSuperseded
+	found, _ := cfg.Releases.Get("web", 1)
+	old, _ := V1Release(found)
+	old.Info.Status = rcommon.StatusSuperseded
 	_ = cfg.Releases.Update(old)
 	st, err := NewStatus(cfg).Run("web")
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v4/pkg/action"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -58,17 +58,12 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 	if t.Pins != nil {
 		choose = func(string) (inject.Choice, error) { return inject.Choice{Pins: t.Pins}, nil }
 	}
-	tc, r, _, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, choose, t.InjectDir)
+	tc, r, _, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, choose, t.InjectDir, t.Render.PostRenderer)
 	if err != nil {
 		return nil, err
 	}
 	if err := keepChart(name, tc, t.KeepChart); err != nil {
 		return nil, err
-	}
-	if t.Render.PostRenderer != nil {
-		if _, err := postRender(r, t.Render.PostRenderer); err != nil {
-			return nil, fmt.Errorf("release %q: %w", name, err)
-		}
 	}
 	if t.Validate {
 		// Documents of comments only create nothing.

@@ -4,8 +4,9 @@ import (
 	"fmt"
 
 	"github.com/Masterminds/semver/v3"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/release"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+
+	release "helm.sh/helm/v4/pkg/release/v1"
 )
 
 // ValuesMode is how an upgrade treats the previous revision's values; the
@@ -33,13 +34,13 @@ func upgradeValues(mode ValuesMode, current *release.Release, newVals map[string
 	case ValuesReset:
 		return newVals, nil, nil
 	case ValuesReuse:
-		oldVals, err := chartutil.CoalesceValues(current.Chart, current.Config)
+		oldVals, err := commonutil.CoalesceValues(current.Chart, current.Config)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rebuilding the values of revision %d: %w", current.Version, err)
 		}
-		return chartutil.CoalesceTables(copyValues(newVals), current.Config), oldVals, nil
+		return commonutil.CoalesceTables(copyValues(newVals), current.Config), oldVals, nil
 	case ValuesResetThenReuse:
-		return chartutil.CoalesceTables(copyValues(newVals), current.Config), nil, nil
+		return commonutil.CoalesceTables(copyValues(newVals), current.Config), nil, nil
 	}
 	if len(newVals) == 0 && len(current.Config) > 0 {
 		return current.Config, nil, nil

@@ -3,12 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/cli"
-	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v4/pkg/cli"
+	helmrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	"golang.org/x/term"
 
@@ -50,17 +51,21 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	a.releaseInputs.add(f)
 	f.StringVar(&a.inputs.KeepChart, "keep-chart", "", "also write the temporary chart to this folder, to inspect it (a new or empty folder, or one --keep-chart wrote before and that holds only its files, which is replaced whole; written privately and renamed into place)")
 	f.BoolVar(&a.opts.CreateNamespace, "create-namespace", false, "create the release namespace if not present")
-	f.BoolVar(&a.opts.Wait, "wait", false, "wait until all Pods, PVCs, Services, and minimum number of Pods of a Deployment, StatefulSet, or ReplicaSet are ready")
+	addWait(f, &a.opts.Wait)
 	f.BoolVar(&a.opts.WaitForJobs, "wait-for-jobs", false, "with --wait, also wait until all Jobs have completed")
 	f.DurationVar(&a.opts.Timeout, "timeout", 5*time.Minute, "time to wait for any individual Kubernetes operation (like Jobs for hooks)")
-	f.BoolVar(&a.opts.Atomic, "atomic", false, "roll back (or uninstall, on a first install) if the operation fails; sets --wait")
+	f.BoolVar(&a.opts.RollbackOnFailure, "rollback-on-failure", false, "roll back (or uninstall, on a first install) if the operation fails; waits with the watcher unless --wait names another strategy")
+	f.BoolVar(&a.opts.RollbackOnFailure, "atomic", false, "helm 3's name for --rollback-on-failure")
 	f.IntVar(&a.opts.MaxHistory, "history-max", 10, "limit the maximum number of revisions saved per release; 0 for no limit")
 	f.StringVar(&a.opts.Description, "description", "", "add a custom description")
 	addDryRun(f, &a.dryRunMode, "simulate: render, inject and validate, then print what would be installed; --dry-run or =client, =server (lookups reach the cluster either way), =none for a real apply")
 	f.BoolVar(&a.opts.DisableHooks, "no-hooks", false, "do not run hooks")
 	f.BoolVar(&a.opts.SkipCRDs, "skip-crds", false, "do not install CRDs on a first install")
 	f.BoolVar(&a.opts.ForceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
-	f.BoolVar(&a.opts.Force, "force", false, "force resource updates through a replacement strategy (helm's --force)")
+	f.BoolVar(&a.opts.ForceReplace, "force-replace", false, "force resource updates by replacement, as helm 4")
+	f.BoolVar(&a.opts.ForceReplace, "force", false, "helm 3's name for --force-replace")
+	f.BoolVar(&a.opts.ForceConflicts, "force-conflicts", false, "with server-side apply, take over fields that other field managers own, as helm 4")
+	addServerSide(f, &a.opts.ServerSide)
 	f.BoolVar(&a.opts.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
 	f.BoolVar(&a.opts.DisableOpenAPIValidation, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
 	f.BoolVar(&a.opts.TakeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
@@ -176,7 +181,7 @@ func progressMode(flag string, stderr io.Writer) (progress.Mode, error) {
 func (a *applyFlags) dryRun() bool { return a.dryRunMode != "" }
 
 func (a *applyFlags) newApply(l *loaded) (*release.Apply, error) {
-	rf, err := a.render.flags(nil)
+	rf, err := a.render.flags(l.ctx, l.settings, nil)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
@@ -240,10 +245,31 @@ func printStatus(w io.Writer, rel *helmrelease.Release, hideNotes bool) {
 	}
 }
 
-// debugLog returns Helm's debug logger when --debug is set.
-func debugLog(settings *cli.EnvSettings, w io.Writer) func(string, ...any) {
+// debugLog returns Helm's log handler when --debug is set (nil, which
+// discards the log, otherwise): every record on one line led by "[debug]",
+// with credentials in URLs hidden.
+func debugLog(settings *cli.EnvSettings, w io.Writer) slog.Handler {
 	if !settings.Debug {
 		return nil
 	}
-	return func(format string, v ...any) { fmt.Fprintln(w, "[debug]", redact.URLs(fmt.Sprintf(format, v...))) }
+	return slog.NewTextHandler(redactedLines{w}, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{} // the time adds nothing to a command's log
+			}
+			return a
+		},
+	})
+}
+
+// redactedLines writes each record the handler gives it (one Write per
+// record) led by "[debug]", with URL credentials hidden.
+type redactedLines struct{ w io.Writer }
+
+func (r redactedLines) Write(p []byte) (int, error) {
+	if _, err := fmt.Fprint(r.w, "[debug] ", redact.URLs(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -12,7 +12,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/argocd"
 	"github.com/helm-inject/helm-inject/inject"

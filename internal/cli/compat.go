@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -94,7 +96,7 @@ type renderFlags struct {
 
 func (r *renderFlags) add(f *pflag.FlagSet, subNotes bool) {
 	f.BoolVar(&r.enableDNS, "enable-dns", false, "enable DNS lookups when rendering templates")
-	f.StringVar(&r.postRenderer, "post-renderer", "", "a program run after injection on the manifests (not hooks), as helm's --post-renderer: the path of an executable, or its name on PATH")
+	f.StringVar(&r.postRenderer, "post-renderer", "", "a program run after injection on the manifests (not hooks), as helm's --post-renderer: the name of a helm 4 postrenderer/v1 plugin, else the path of an executable or its name on PATH")
 	f.StringArrayVar(&r.postRendererArgs, "post-renderer-args", nil, "an argument to the post-renderer (can specify multiple)")
 	if subNotes {
 		f.BoolVar(&r.subNotes, "render-subchart-notes", false, "render subchart notes along with the parent")
@@ -103,7 +105,7 @@ func (r *renderFlags) add(f *pflag.FlagSet, subNotes bool) {
 
 // flags builds the release package's render flags; apiVersions are
 // --api-versions where the command has it.
-func (r *renderFlags) flags(apiVersions []string) (release.RenderFlags, error) {
+func (r *renderFlags) flags(ctx context.Context, settings *cli.EnvSettings, apiVersions []string) (release.RenderFlags, error) {
 	out := release.RenderFlags{EnableDNS: r.enableDNS, SubNotes: r.subNotes, APIVersions: splitComma(apiVersions)}
 	if r.postRenderer == "" {
 		if len(r.postRendererArgs) > 0 {
@@ -111,7 +113,7 @@ func (r *renderFlags) flags(apiVersions []string) (release.RenderFlags, error) {
 		}
 		return out, nil
 	}
-	pr, err := postrender.NewExec(r.postRenderer, r.postRendererArgs...)
+	pr, err := release.NewPostRenderer(ctx, settings, r.postRenderer, r.postRendererArgs...)
 	if err != nil {
 		return out, fmt.Errorf("--post-renderer %s: %w", r.postRenderer, err)
 	}
@@ -142,4 +144,60 @@ func (d dryRunValue) Set(v string) error {
 
 func addDryRun(f *pflag.FlagSet, mode *string, usage string) {
 	f.VarPF(dryRunValue{mode}, "dry-run", "", usage).NoOptDefVal = "client"
+}
+
+// waitValue is helm 4's --wait: "--wait" alone is the watcher (kstatus),
+// "=watcher", "=legacy" (helm 3's polling) or "=hookOnly" (the default:
+// only hooks are waited for); helm 3's "=true"/"=false" are the watcher
+// and hookOnly.
+type waitValue struct{ strategy *kube.WaitStrategy }
+
+func (w waitValue) String() string {
+	if *w.strategy == "" {
+		return string(kube.HookOnlyStrategy)
+	}
+	return string(*w.strategy)
+}
+func (w waitValue) Type() string { return "string" }
+func (w waitValue) Set(v string) error {
+	switch v {
+	case string(kube.StatusWatcherStrategy), "true":
+		*w.strategy = kube.StatusWatcherStrategy
+	case string(kube.LegacyStrategy):
+		*w.strategy = kube.LegacyStrategy
+	case string(kube.HookOnlyStrategy), "false":
+		*w.strategy = kube.HookOnlyStrategy
+	default:
+		return fmt.Errorf("invalid wait strategy %q: want watcher, legacy or hookOnly", v)
+	}
+	return nil
+}
+
+func addWait(f *pflag.FlagSet, strategy *kube.WaitStrategy) {
+	f.VarPF(waitValue{strategy}, "wait", "", "wait until the release's resources are ready (up to --timeout): --wait alone or =watcher (kstatus, as helm 4), =legacy (helm 3's polling), =hookOnly (the default: only hooks)").NoOptDefVal = string(kube.StatusWatcherStrategy)
+}
+
+// serverSideValue is helm 4's --server-side: true, false or auto (the
+// default: an install applies server-side, an upgrade as the release's last
+// revision did); "--server-side" alone is true.
+type serverSideValue struct{ mode *string }
+
+func (s serverSideValue) String() string {
+	if *s.mode == "" {
+		return "auto"
+	}
+	return *s.mode
+}
+func (s serverSideValue) Type() string { return "string" }
+func (s serverSideValue) Set(v string) error {
+	switch v {
+	case "true", "false", "auto":
+		*s.mode = v
+		return nil
+	}
+	return fmt.Errorf("invalid server-side %q: want true, false or auto", v)
+}
+
+func addServerSide(f *pflag.FlagSet, mode *string) {
+	f.VarPF(serverSideValue{mode}, "server-side", "", "apply objects with server-side apply: true, false, or auto (an install applies server-side, an upgrade as the release's last revision did), as helm 4").NoOptDefVal = "true"
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -64,40 +65,71 @@ var helmDiffUpgrade = []string{"kubeconfig", "three-way-merge", "version", "repo
 	"suppress-annotation", "suppress-label", "suppress", "context", "output", "strip-trailing-cr", "find-renames",
 	"suppress-output-line-regex", "color", "no-color"}
 
-// helmFlags reads the flags helm v3's `upgrade` and `template` register,
-// from the helm module this project builds with, so the table cannot
-// drift from the helm it imitates.
+// helmSource is the folder of a helm module's source in the module cache
+// (downloaded through the module proxy when missing): the version's own
+// flag definitions, so the table cannot drift from the helm it imitates.
+func helmSource(t *testing.T, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
+	if err != nil {
+		t.Fatalf("downloading %s's source: %v", module, err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("downloading %s's source: %v %s", module, err, out)
+	}
+	return m.Dir
+}
+
+// helmFlags reads the flags that helm v3.21.4's and helm v4.3.2's
+// `upgrade` and `template` register (the helm 3 and helm 4 CLIs this
+// project tests with, hack/versions.env).
 func helmFlags(t *testing.T) map[string][]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "helm.sh/helm/v3").Output()
-	if err != nil {
-		t.Fatalf("finding helm's source: %v", err)
+	readIn := func(dir string) func(name, from string) []string {
+		return func(name, from string) []string {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(data)
+			if from != "" {
+				text = text[strings.Index(text, from):]
+				text = text[:strings.Index(text[1:], "\nfunc ")+1]
+			}
+			var names []string
+			for _, m := range regexp.MustCompile(`(?m)^\s*f\.[A-Za-z]+\([^"\n]*"([a-z][a-z0-9-]*)"`).FindAllStringSubmatch(text, -1) {
+				names = append(names, m[1])
+			}
+			return names
+		}
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "cmd", "helm")
-	read := func(name, from string) []string {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := string(data)
-		if from != "" {
-			text = text[strings.Index(text, from):]
-			text = text[:strings.Index(text[1:], "\nfunc ")+1]
-		}
-		var names []string
-		for _, m := range regexp.MustCompile(`(?m)^\s*f\.[A-Za-z]+\([^"\n]*"([a-z][a-z0-9-]*)"`).FindAllStringSubmatch(text, -1) {
-			names = append(names, m[1])
-		}
-		return names
-	}
-	common := append(read("flags.go", "func addValueOptionsFlags"), read("flags.go", "func addChartPathOptionsFlags")...)
 	postRender := []string{"post-renderer", "post-renderer-args"}
-	upgrade := append(append(read("upgrade.go", "func newUpgradeCmd"), common...), append(postRender, "output")...)
-	template := append(append(read("install.go", "func addInstallFlags"), read("template.go", "func newTemplateCmd")...), append(common, postRender...)...)
-	if len(upgrade) < 40 || len(template) < 40 || !slices.Contains(upgrade, "take-ownership") || !slices.Contains(template, "validate") {
-		t.Fatalf("reading helm's flags went wrong: upgrade %v, template %v", upgrade, template)
+	out := map[string][]string{}
+	for _, v := range []struct {
+		module, cmdDir string
+		// extra are flags registered outside f.XxxVar lines (helm 4's
+		// AddWaitFlag, addDryRunFlag and bindOutputFlag).
+		extraUpgrade, extraTemplate []string
+	}{
+		{"helm.sh/helm/v3@v3.21.4", "cmd/helm", []string{"output"}, nil},
+		{"helm.sh/helm/v4@v4.3.2", "pkg/cmd", []string{"output", "wait", "dry-run"}, []string{"wait", "dry-run"}},
+	} {
+		read := readIn(filepath.Join(helmSource(t, v.module), v.cmdDir))
+		common := append(read("flags.go", "func addValueOptionsFlags"), read("flags.go", "func addChartPathOptionsFlags")...)
+		upgrade := append(append(read("upgrade.go", "func newUpgradeCmd"), common...), append(postRender, v.extraUpgrade...)...)
+		template := append(append(read("install.go", "func addInstallFlags"), read("template.go", "func newTemplateCmd")...), append(common, append(postRender, v.extraTemplate...)...)...)
+		if len(upgrade) < 40 || len(template) < 40 || !slices.Contains(upgrade, "take-ownership") || !slices.Contains(template, "validate") {
+			t.Fatalf("reading %s's flags went wrong: upgrade %v, template %v", v.module, upgrade, template)
+		}
+		out["upgrade"] = append(out["upgrade"], upgrade...)
+		out["template"] = append(out["template"], template...)
 	}
-	return map[string][]string{"upgrade": upgrade, "template": template}
+	for k, names := range out {
+		slices.Sort(names)
+		out[k] = slices.Compact(names)
+	}
+	return out
 }
 
 // compatSources is, per helm-inject command, which outside flag sets it

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/cli"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -100,7 +100,11 @@ func completeReleases(settings *cli.EnvSettings, prefix string) ([]string, cobra
 	list.All = true
 	list.SetStateMask()
 	rels, err := withTimeout(func() ([]string, error) {
-		rs, err := list.Run()
+		found, err := list.Run()
+		if err != nil {
+			return nil, err
+		}
+		rs, err := release.V1Releases(found)
 		var names []string
 		for _, r := range rs {
 			if strings.HasPrefix(r.Name, prefix) {

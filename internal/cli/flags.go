@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/cli"
-	"helm.sh/helm/v3/pkg/cli/values"
-	"helm.sh/helm/v3/pkg/downloader"
-	"helm.sh/helm/v3/pkg/getter"
-	"helm.sh/helm/v3/pkg/registry"
-	"helm.sh/helm/v3/pkg/strvals"
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli/values"
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/registry"
+	"helm.sh/helm/v4/pkg/strvals"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -50,7 +50,7 @@ func (c *chartFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.path.CertFile, "cert-file", "", "identify HTTPS client using this SSL certificate file")
 	f.StringVar(&c.path.KeyFile, "key-file", "", "identify HTTPS client using this SSL key file")
 	f.StringVar(&c.path.CaFile, "ca-file", "", "verify certificates of HTTPS-enabled servers using this CA bundle")
-	f.BoolVar(&c.path.InsecureSkipTLSverify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
+	f.BoolVar(&c.path.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "skip tls certificate checks for the chart download")
 	f.BoolVar(&c.path.PlainHTTP, "plain-http", false, "use insecure HTTP connections for the chart download")
 	f.BoolVar(&c.path.PassCredentialsAll, "pass-credentials", false, "pass credentials to all domains")
 	f.BoolVar(&c.path.Verify, "verify", false, "verify the package before using it")
@@ -136,8 +136,8 @@ func (c *chartFlags) registryClient(settings *cli.EnvSettings, stderr io.Writer)
 	if c.path.PlainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
 	}
-	if c.path.CertFile != "" || c.path.CaFile != "" || c.path.InsecureSkipTLSverify {
-		tc, err := tlsConfig(c.path.CertFile, c.path.KeyFile, c.path.CaFile, c.path.InsecureSkipTLSverify)
+	if c.path.CertFile != "" || c.path.CaFile != "" || c.path.InsecureSkipTLSVerify {
+		tc, err := tlsConfig(c.path.CertFile, c.path.KeyFile, c.path.CaFile, c.path.InsecureSkipTLSVerify)
 		if err != nil {
 			return nil, err
 		}

@@ -13,8 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/kube"
 
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
@@ -118,10 +119,16 @@ func applyFlagCases() (release.Apply, []applyFlagCase) {
 	return defaults, []applyFlagCase{
 		{nil, defaults},
 		{[]string{"--create-namespace"}, with(func(a *release.Apply) { a.CreateNamespace = true })},
-		{[]string{"--wait"}, with(func(a *release.Apply) { a.Wait = true })},
+		{[]string{"--wait"}, with(func(a *release.Apply) { a.Wait = kube.StatusWatcherStrategy })},
+		{[]string{"--wait=watcher"}, with(func(a *release.Apply) { a.Wait = kube.StatusWatcherStrategy })},
+		{[]string{"--wait=true"}, with(func(a *release.Apply) { a.Wait = kube.StatusWatcherStrategy })},
+		{[]string{"--wait=legacy"}, with(func(a *release.Apply) { a.Wait = kube.LegacyStrategy })},
+		{[]string{"--wait=hookOnly"}, with(func(a *release.Apply) { a.Wait = kube.HookOnlyStrategy })},
+		{[]string{"--wait=false"}, with(func(a *release.Apply) { a.Wait = kube.HookOnlyStrategy })},
 		{[]string{"--wait-for-jobs"}, with(func(a *release.Apply) { a.WaitForJobs = true })},
 		{[]string{"--timeout", "90s"}, with(func(a *release.Apply) { a.Timeout = 90 * time.Second })},
-		{[]string{"--atomic"}, with(func(a *release.Apply) { a.Atomic = true })},
+		{[]string{"--atomic"}, with(func(a *release.Apply) { a.RollbackOnFailure = true })},
+		{[]string{"--rollback-on-failure"}, with(func(a *release.Apply) { a.RollbackOnFailure = true })},
 		{[]string{"--history-max", "3"}, with(func(a *release.Apply) { a.MaxHistory = 3 })},
 		{[]string{"--description", "rolled by CI"}, with(func(a *release.Apply) { a.Description = "rolled by CI" })},
 		{[]string{"--dry-run"}, with(func(a *release.Apply) { a.DryRun = true })},
@@ -137,7 +144,12 @@ func applyFlagCases() (release.Apply, []applyFlagCase) {
 		{[]string{"--reset-values"}, with(func(a *release.Apply) { a.ValuesMode = release.ValuesReset })},
 		{[]string{"--reset-then-reuse-values"}, with(func(a *release.Apply) { a.ValuesMode = release.ValuesResetThenReuse })},
 		{[]string{"--force-upgrade"}, with(func(a *release.Apply) { a.ForceUpgrade = true })},
-		{[]string{"--force"}, with(func(a *release.Apply) { a.Force = true })},
+		{[]string{"--force"}, with(func(a *release.Apply) { a.ForceReplace = true })},
+		{[]string{"--force-replace"}, with(func(a *release.Apply) { a.ForceReplace = true })},
+		{[]string{"--force-conflicts"}, with(func(a *release.Apply) { a.ForceConflicts = true })},
+		{[]string{"--server-side"}, with(func(a *release.Apply) { a.ServerSide = "true" })},
+		{[]string{"--server-side=false"}, with(func(a *release.Apply) { a.ServerSide = "false" })},
+		{[]string{"--server-side=auto"}, with(func(a *release.Apply) { a.ServerSide = "auto" })},
 		{[]string{"--cleanup-on-fail"}, with(func(a *release.Apply) { a.CleanupOnFail = true })},
 		{[]string{"--disable-openapi-validation"}, with(func(a *release.Apply) { a.DisableOpenAPIValidation = true })},
 		{[]string{"--reconcile", "never"}, with(func(a *release.Apply) { a.Reconcile = inject.ReconcileNever })},
@@ -302,7 +314,7 @@ func chartFlagsOf(t *testing.T, verb, valuesFile, text string) {
 		t.Fatal(err)
 	}
 	want := action.ChartPathOptions{Version: "^1", RepoURL: "https://charts.example", Username: "robot", Password: "pw",
-		CertFile: "c.pem", KeyFile: "k.pem", CaFile: "ca.pem", InsecureSkipTLSverify: true, PlainHTTP: true,
+		CertFile: "c.pem", KeyFile: "k.pem", CaFile: "ca.pem", InsecureSkipTLSVerify: true, PlainHTTP: true,
 		PassCredentialsAll: true, Verify: true, Keyring: "ring.gpg"}
 	if diff := cmp.Diff(want, p.chart.path, cmpopts.IgnoreUnexported(action.ChartPathOptions{})); diff != "" {
 		t.Errorf("ChartPathOptions (-want +got):\n%s", diff)

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli"
 )
 
 // TestGlobalFlagsParse: helm's global flags land in helm's EnvSettings,
@@ -26,7 +26,8 @@ func TestGlobalFlagsParse(t *testing.T) {
 		"--kube-apiserver", "https://api.example:6443", "--kube-token", "tok", "--kube-as-user", "alice", "--kube-as-group", "devs",
 		"--kube-ca-file", "/k/ca.pem", "--kube-insecure-skip-tls-verify", "--kube-tls-server-name", "api.example",
 		"--burst-limit", "7", "--qps", "3.5",
-		"--registry-config", "/h/registry.json", "--repository-config", "/h/repositories.yaml", "--repository-cache", "/h/cache"})
+		"--registry-config", "/h/registry.json", "--repository-config", "/h/repositories.yaml", "--repository-cache", "/h/cache",
+		"--content-cache", "/h/content", "--colour", "never"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +37,7 @@ func TestGlobalFlagsParse(t *testing.T) {
 		"kube-as-group": settings.KubeAsGroups, "kube-ca-file": settings.KubeCaFile, "kube-insecure-skip-tls-verify": settings.KubeInsecureSkipTLSVerify,
 		"kube-tls-server-name": settings.KubeTLSServerName, "burst-limit": settings.BurstLimit, "qps": settings.QPS,
 		"registry-config": settings.RegistryConfig, "repository-config": settings.RepositoryConfig, "repository-cache": settings.RepositoryCache,
+		"content-cache": settings.ContentCache, "colour": settings.ColorMode,
 	}
 	want := map[string]any{
 		"kubeconfig": "/k/config", "kube-context": "ctx", "namespace": "shop", "debug": true,
@@ -43,6 +45,7 @@ func TestGlobalFlagsParse(t *testing.T) {
 		"kube-as-group": []string{"devs"}, "kube-ca-file": "/k/ca.pem", "kube-insecure-skip-tls-verify": true,
 		"kube-tls-server-name": "api.example", "burst-limit": 7, "qps": float32(3.5),
 		"registry-config": "/h/registry.json", "repository-config": "/h/repositories.yaml", "repository-cache": "/h/cache",
+		"content-cache": "/h/content", "colour": "never",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)

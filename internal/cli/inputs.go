@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/helmfile"
 	"github.com/helm-inject/helm-inject/inject"
@@ -49,12 +50,16 @@ type loaded struct {
 	vals   map[string]any
 	inputs release.Inputs
 	cfg    *action.Configuration
+	// ctx and settings are the command's, for what runs later (a
+	// post-renderer, helm 4's plugins).
+	ctx      context.Context
+	settings *cli.EnvSettings
 }
 
 // load parses the injectors, loads the chart and values and connects to the
 // cluster. Every error names the release.
 func (in *releaseInputs) load(cmd *cobra.Command, settings *cli.EnvSettings, args []string) (*loaded, error) {
-	l := &loaded{name: args[0], inputs: in.inputs}
+	l := &loaded{name: args[0], inputs: in.inputs, ctx: cmd.Context(), settings: settings}
 	l.inputs.Namespace = settings.Namespace()
 	var err error
 	// Set by `helm-inject helmfile` for the shims of one run only.

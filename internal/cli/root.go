@@ -10,7 +10,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/release"

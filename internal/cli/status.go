@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/cli"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helm-inject/helm-inject/inject"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
@@ -63,7 +63,7 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
 	p.Slow = rep.Slow
-	if t.Render, err = tf.render.flags(tf.apiVersions); err != nil {
+	if t.Render, err = tf.render.flags(cmd.Context(), settings, tf.apiVersions); err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
 	src, vals, err := tf.chart.load(cmd.Context(), settings, args[1], cmd.ErrOrStderr())
@@ -124,8 +124,13 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	// helm template accepts every install flag; these change what an
 	// install does, not what it renders.
 	notInstalled := "template installs nothing"
-	for _, name := range []string{"create-namespace", "wait", "wait-for-jobs", "atomic", "force", "replace", "disable-openapi-validation", "take-ownership", "hide-notes", "skip-crds", "render-subchart-notes"} {
+	for _, name := range []string{"create-namespace", "wait-for-jobs", "atomic", "rollback-on-failure", "force", "force-replace", "force-conflicts", "replace", "disable-openapi-validation", "take-ownership", "hide-notes", "skip-crds", "render-subchart-notes"} {
 		noop(f, name, "", noopBool(), notInstalled)
+	}
+	// helm 4's --wait and --server-side take a value, or none.
+	for name, alone := range map[string]string{"wait": "watcher", "server-side": "true"} {
+		noop(f, name, "", noopString(), notInstalled)
+		f.Lookup(name).NoOptDefVal = alone
 	}
 	noop(f, "timeout", "", noopDuration(), notInstalled)
 	noop(f, "description", "", noopString(), notInstalled)

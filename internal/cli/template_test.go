@@ -137,7 +137,8 @@ func TestTemplateFlags(t *testing.T) {
 	// Install-only flags are accepted and change nothing.
 	for _, f := range [][]string{{"--create-namespace"}, {"--wait"}, {"--wait-for-jobs"}, {"--atomic"}, {"--force"}, {"--replace"},
 		{"--disable-openapi-validation"}, {"--take-ownership"}, {"--hide-notes"}, {"--skip-crds"}, {"--render-subchart-notes"},
-		{"--timeout", "1m"}, {"--description", "x"}, {"--labels", "a=b"}, {"--adopt", "Deployment/x"}} {
+		{"--rollback-on-failure"}, {"--force-replace"}, {"--force-conflicts"}, {"--server-side"}, {"--server-side=false"},
+		{"--wait=legacy"}, {"--timeout", "1m"}, {"--description", "x"}, {"--labels", "a=b"}, {"--adopt", "Deployment/x"}} {
 		if out, errOut, code := runCLI(t, append(slicesClone(base), f...)...); code != 0 || out != plain {
 			t.Errorf("template %v: exit %d, output differs: %v\n%s", f, code, out != plain, errOut)
 		}
