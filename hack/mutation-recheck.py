@@ -12,6 +12,11 @@ does not compile as NOT VIABLE, as gremlins does. One that still
 passes stays NOT COVERED: either no test runs it or none notices, and the
 report lists it for a person to look at.
 
+A mutant gremlins calls TIMED OUT (its test run took longer than gremlins'
+estimate, which a busy machine makes likely) is run again the same way,
+alone and with a generous timeout: KILLED when the tests fail (or really do
+not end), LIVED when they pass.
+
 With --lived, the mutants gremlins saw live are run again the same way:
 after tests were added for them, this brings a report up to date without
 a whole new gremlins run (a killed mutant stays killed: tests were only
@@ -50,8 +55,8 @@ def main():
     lived = "--lived" in args
     args = [a for a in args if a != "--lived"]
     pkg, report = args[0], args[1]
-    statuses = {"NOT COVERED", "LIVED"} if lived else {"NOT COVERED"}
-    counter = {"NOT COVERED": "mutants_not_covered", "LIVED": "mutants_lived"}
+    statuses = {"NOT COVERED", "TIMED OUT", "LIVED"} if lived else {"NOT COVERED", "TIMED OUT"}
+    counter = {"NOT COVERED": "mutants_not_covered", "LIVED": "mutants_lived", "TIMED OUT": "mutants_timed_out"}
     r = json.load(open(report))
     for f in r.get("files", []):
         path = os.path.join(pkg, f["file_name"])
@@ -91,9 +96,14 @@ def main():
                 r["mutants_killed"] += 1
                 r[counter[before]] -= 1
                 print(f"  recheck: KILLED {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
+            elif before == "TIMED OUT":
+                m["status"], m["recheck"] = "LIVED", True
+                r["mutants_lived"] += 1
+                r[counter[before]] -= 1
+                print(f"  recheck: LIVED (ended when run alone) {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
             else:
                 print(f"  recheck: still {before} {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
-    r["rechecked"] = "not covered and lived" if lived else "not covered"
+    r["rechecked"] = "not covered, timed out and lived" if lived else "not covered and timed out"
     json.dump(r, open(report, "w"), indent=1)
 
 

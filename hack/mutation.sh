@@ -42,7 +42,9 @@ mkdir -p docs/mutation
 for p in ${packages[@]+"${packages[@]}"}; do
   json="docs/mutation/${p//\//-}.json"
   echo "== $p" >&2
-  "$gremlins" unleash "./$p" --workers "$workers" -o "$json" -S lc >&2 || true
+  # A generous timeout: a busy machine otherwise turns mutants the tests
+  # would kill into "timed out" (the recheck runs those again alone).
+  "$gremlins" unleash "./$p" --workers "$workers" --timeout-coefficient 20 -o "$json" -S lc >&2 || true
   # gremlins calls every mutant of a case condition "not covered" (no cover
   # block there): apply those by hand and run the package's tests.
   python3 hack/mutation-recheck.py "$p" "$json" >&2

@@ -53,6 +53,46 @@ const (
 	maxRenderBytes = 4 << 20
 )
 
+func tooLong(fn string, n int, limit int) error {
+	return fmt.Errorf("%s: %d is over the limit of %d in injector definitions", fn, n, limit)
+}
+
+// steps is how many elements sprig's untilStep(start, stop, step) makes:
+// start, start+step, ... up to stop, stop excluded.
+func steps(start, stop, step int) int {
+	d := stop - start
+	if step == 0 || d == 0 || (d > 0) != (step > 0) {
+		return 0
+	}
+	if step > 0 {
+		return (d + step - 1) / step
+	}
+	return (d + step + 1) / step
+}
+
+// seqLen is how many numbers sprig's seq makes of its parameters (as GNU
+// seq: LAST, FIRST LAST or FIRST INCREMENT LAST, counting down when LAST
+// is below FIRST).
+func seqLen(params []int) int {
+	start, stop, step := 1, 0, 1
+	switch len(params) {
+	case 1:
+		stop = params[0]
+	case 2:
+		start, stop = params[0], params[1]
+	case 3:
+		start, step, stop = params[0], params[1], params[2]
+	}
+	if stop < start && step > 0 {
+		step = -step
+	}
+	if step == 0 || (stop-start)/step < 0 {
+		return 0
+	}
+	// Both ends included.
+	return (stop-start)/step + 1
+}
+
 // boundedFuncs replace sprig's and text/template's functions that build a
 // result of a size their arguments choose.
 func boundedFuncs() template.FuncMap {
@@ -62,18 +102,6 @@ func boundedFuncs() template.FuncMap {
 	seq := sf["seq"].(func(...int) string)
 	indent := sf["indent"].(func(int, string) string)
 	nindent := sf["nindent"].(func(int, string) string)
-	tooLong := func(fn string, n int, limit int) error {
-		return fmt.Errorf("%s: %d is over the limit of %d in injector definitions", fn, n, limit)
-	}
-	steps := func(start, stop, step int) int {
-		switch {
-		case step == 0:
-			return 0
-		case (stop-start)/step < 0:
-			return 0
-		}
-		return (stop - start) / step
-	}
 	return template.FuncMap{
 		"until": func(n int) ([]int, error) {
 			if n > maxListLen || -n > maxListLen {
@@ -88,19 +116,7 @@ func boundedFuncs() template.FuncMap {
 			return untilStep(start, stop, step), nil
 		},
 		"seq": func(params ...int) (string, error) {
-			start, stop, step := 1, 0, 1
-			switch len(params) {
-			case 1:
-				stop = params[0]
-			case 2:
-				start, stop = params[0], params[1]
-			case 3:
-				start, step, stop = params[0], params[1], params[2]
-			}
-			if stop < start && step > 0 {
-				step = -step
-			}
-			if n := steps(start, stop, step); n > maxListLen {
+			if n := seqLen(params); n > maxListLen {
 				return "", tooLong("seq", n, maxListLen)
 			}
 			return seq(params...), nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -179,7 +180,7 @@ func TestDefinitionRunIsBounded(t *testing.T) {
 	tests := []struct{ name, template, want string }{
 		{"until", `{{ range until 30000000 }}{{ end }}annotations: {}`, "until: 30000000 is over the limit of 10000"},
 		{"untilStep", `{{ range untilStep 0 30000000 1 }}{{ end }}annotations: {}`, "untilStep: 30000000 is over the limit of 10000"},
-		{"seq", `annotations: {a: {{ seq 30000000 | quote }}}`, "seq: 29999999 is over the limit of 10000"},
+		{"seq", `annotations: {a: {{ seq 30000000 | quote }}}`, "seq: 30000000 is over the limit of 10000"},
 		{"repeat", `annotations: {a: {{ repeat 100000000 "ab" | quote }}}`, "repeat: 200000000 is over the limit of 1048576"},
 		{"indent", `annotations: {a: {{ indent 100000000 "x" | quote }}}`, "indent: 100000000 is over the limit of 10000"},
 		{"printf width", `annotations: {a: {{ printf "%0100000000d" 1 | quote }}}`, "printf width: 100000000 is over the limit of 10000"},
@@ -240,5 +241,64 @@ func TestDefinitionRunIsBounded(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("an endless definition did not stop at its timeout")
+	}
+}
+
+// TestBoundedFuncsAtTheLimit: each bounded function makes a result of
+// exactly the limit and refuses one element (or byte) more.
+func TestBoundedFuncsAtTheLimit(t *testing.T) {
+	f := boundedFuncs()
+	call := func(name string, args ...any) (any, error) {
+		out := reflect.ValueOf(f[name]).Call(func() []reflect.Value {
+			v := make([]reflect.Value, len(args))
+			for i, a := range args {
+				v[i] = reflect.ValueOf(a)
+			}
+			return v
+		}())
+		err, _ := out[1].Interface().(error)
+		return out[0].Interface(), err
+	}
+	size := func(v any) int {
+		switch v := v.(type) {
+		case []int:
+			return len(v)
+		case string:
+			return len(v)
+		}
+		return -1
+	}
+	for _, tt := range []struct {
+		name       string
+		atLimit    []any
+		wantSize   int
+		overLimit  []any
+		wantErrMsg string
+	}{
+		{"until", []any{10000}, 10000, []any{10001}, "until: 10001 is over the limit of 10000"},
+		{"until", []any{-10000}, 10000, []any{-10001}, "until: -10001 is over the limit of 10000"},
+		{"untilStep", []any{0, 10000, 1}, 10000, []any{0, 10001, 1}, "untilStep: 10001 is over the limit of 10000"},
+		{"untilStep", []any{0, 30000, 3}, 10000, []any{0, 30001, 3}, "untilStep: 10001 is over the limit of 10000"},
+		{"untilStep", []any{0, -30000, -3}, 10000, []any{0, -30001, -3}, "untilStep: 10001 is over the limit of 10000"},
+		{"untilStep", []any{5, 0, 1}, 0, []any{-10001, 0, 1}, "untilStep: 10001 is over the limit of 10000"},
+		// seq prints the numbers space-separated: 1..10000 is 48893 bytes,
+		// the 10000 odd numbers 1..19999 are 54444.
+		{"seq", []any{10000}, 48893, []any{10001}, "seq: 10001 is over the limit of 10000"},
+		{"seq", []any{10000, 1}, 48893, []any{10001, 1}, "seq: 10001 is over the limit of 10000"},
+		{"seq", []any{1, 2, 19999}, 54444, []any{1, 2, 20001}, "seq: 10001 is over the limit of 10000"},
+		{"indent", []any{10000, "x"}, 10001, []any{10001, "x"}, "indent: 10001 is over the limit of 10000"},
+		{"nindent", []any{10000, "x"}, 10002, []any{10001, "x"}, "nindent: 10001 is over the limit of 10000"},
+		{"repeat", []any{1 << 20, "x"}, 1 << 20, []any{1<<20 + 1, "x"}, "repeat: 1048577 is over the limit of 1048576"},
+		{"repeat", []any{1 << 19, "xy"}, 1 << 20, []any{1<<19 + 1, "xy"}, "repeat: 1048578 is over the limit of 1048576"},
+		{"printf", []any{"%10000d", 7}, 10000, []any{"%10001d", 7}, "printf width: 10001 is over the limit of 10000"},
+		{"printf", []any{"%.10000f", 1.0}, 10002, []any{"%.10001f", 1.0}, "printf width: 10001 is over the limit of 10000"},
+	} {
+		got, err := call(tt.name, tt.atLimit...)
+		if err != nil || size(got) != tt.wantSize {
+			t.Errorf("%s%v: size %d, %v; want size %d", tt.name, tt.atLimit, size(got), err, tt.wantSize)
+		}
+		if _, err := call(tt.name, tt.overLimit...); err == nil || err.Error() != tt.wantErrMsg+" in injector definitions" {
+			t.Errorf("%s%v: %v, want %q", tt.name, tt.overLimit, err, tt.wantErrMsg)
+		}
 	}
 }

@@ -69,6 +69,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"tool a, b", "empty element between commas"},
 		{"tool FILE; rm -rf /", "shell operator \";\""},
 		{"tool FILE | tee x", "shell operator \"|\""},
+		{"|tool FILE", "shell operator \"|\""},
 		{"FILE x", "the command itself cannot be FILE"},
 		{"f=FILE", `no command: the spec starts with the option "f=FILE"`},
 		{"f=FILE,injectConfigFile=x", `no command: the spec starts with the option "f=FILE"`},

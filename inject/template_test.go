@@ -87,6 +87,21 @@ func TestShippedDefinitionsAreFrozen(t *testing.T) {
 			t.Run(def.Ref(), func(t *testing.T) {
 				out := injectWith(t, lib, name, def.Version, exampleParams[name], in)
 				golden(t, name+"-"+def.Version+".yaml", out)
+				// The pipeline's path (documents, on every CPU) injects
+				// the same frozen bytes.
+				inj, err := NewTemplateInjector(def, exampleParams[name])
+				if err != nil {
+					t.Fatal(err)
+				}
+				injected, err := inj.InjectDocuments(t.Context(), docsOf(t, string(in)), Env{Release: "shop", Namespace: "shop"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stream strings.Builder
+				for _, d := range injected {
+					stream.WriteString("---\n" + d.Content + "\n")
+				}
+				golden(t, name+"-"+def.Version+".yaml", []byte(stream.String()))
 				// The output keeps every resource and is stable.
 				if _, err := Reconcile(docsOf(t, string(in)), string(out), "shop"); err != nil {
 					t.Fatal(err)

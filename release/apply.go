@@ -86,9 +86,10 @@ func (o Options) waitStrategy() kube.WaitStrategy {
 }
 
 // waitsForResources says whether the install or upgrade waits for the
-// release's workloads, not only its hooks.
+// release's workloads, not only its hooks (--wait-for-jobs counts only
+// with a strategy that waits, as in helm).
 func (o Options) waitsForResources() bool {
-	return o.waitStrategy() != kube.HookOnlyStrategy || o.WaitForJobs
+	return o.waitStrategy() != kube.HookOnlyStrategy
 }
 
 // check refuses options helm 4 refuses together, before anything is done.

@@ -137,22 +137,9 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if o.Reconcile == "" {
 		o.Reconcile = inject.ReconcileAlways
 	}
-	currentVersion := 0
-	if current != nil {
-		currentVersion = current.Version
-	}
-	key := o.Cache.key(name, src, renderVals, opts, o, currentVersion, recordsBefore)
-	b, hit, err := o.Cache.load(key, src.Chart, renderVals, caps)
+	b, err := cachedBuild(ctx, name, src, renderVals, opts, o, current, recordsBefore)
 	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
-	}
-	if !hit {
-		if b, err = renderAndInject(ctx, name, src, renderVals, opts, o.Injectors, recordedChoice(current, recordsBefore, o.Reconcile, o.UpdateInjectors), o.InjectDir); err != nil {
-			return nil, err
-		}
-		if err := o.Cache.store(key, b); err != nil {
-			return nil, fmt.Errorf("release %q: %w", name, err)
-		}
+		return nil, err
 	}
 	tc, rendered, records, err := assemble(name, src, b, o.Render.PostRenderer)
 	if err != nil {
@@ -164,6 +151,30 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 		return nil, err
 	}
 	return &plan{current: current, last: last, chart: tc, rendered: rendered, namespace: opts.Namespace, recordsBefore: recordsBefore, records: records, values: renderVals}, nil
+}
+
+// cachedBuild renders and injects the release, or takes what this run's
+// plan cache (a helmfile run's) already built from exactly these inputs.
+func cachedBuild(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, o Inputs, current *release.Release, recordsBefore []inject.Record) (*built, error) {
+	currentVersion := 0
+	if current != nil {
+		currentVersion = current.Version
+	}
+	key := o.Cache.key(name, src, vals, opts, o, currentVersion, recordsBefore)
+	b, hit, err := o.Cache.load(key, src.Chart, vals, opts.Capabilities)
+	if err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	if hit {
+		return b, nil
+	}
+	if b, err = renderAndInject(ctx, name, src, vals, opts, o.Injectors, recordedChoice(current, recordsBefore, o.Reconcile, o.UpdateInjectors), o.InjectDir); err != nil {
+		return nil, err
+	}
+	if err := o.Cache.store(key, b); err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	return b, nil
 }
 
 // clusterFacts asks the cluster for its capabilities, with a

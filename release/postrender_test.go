@@ -2,10 +2,16 @@ package release
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/cli"
+
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // renamer is a post-renderer that adds a suffix to every name it is given
@@ -60,5 +66,117 @@ func TestPostRendererOnTheRelease(t *testing.T) {
 		if strings.Contains(h.Manifest, "name: pr-") {
 			t.Errorf("hook %s was post-rendered:\n%s", h.Name, h.Manifest)
 		}
+	}
+}
+
+// TestNewPostRenderer: --post-renderer NAME is helm 4's postrenderer/v1
+// plugin of that name when one is installed, an executable otherwise (a
+// path, or a name on PATH); neither is an error that says both were
+// looked for.
+func TestNewPostRenderer(t *testing.T) {
+	plugins := t.TempDir()
+	bin := t.TempDir()
+	writeExec := func(path, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A plugin and an executable of the same name: the plugin wins.
+	dir := filepath.Join(plugins, "stamp")
+	writeExec(filepath.Join(dir, "run.sh"), `cat; echo "# by the plugin $1"`)
+	if err := os.WriteFile(filepath.Join(dir, "plugin.yaml"), []byte("apiVersion: v1\nname: stamp\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\nruntimeConfig:\n  platformCommand:\n    - command: \"${HELM_PLUGIN_DIR}/run.sh\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeExec(filepath.Join(bin, "stamp"), `cat; echo "# by the executable $1"`)
+	writeExec(filepath.Join(bin, "only-exec"), `cat; echo "# by only-exec $1"`)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	settings := cli.New()
+	settings.PluginsDirectory = plugins
+
+	in := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+	for _, tt := range []struct{ name, want string }{
+		{"stamp", "# by the plugin x"},
+		{"only-exec", "# by only-exec x"},
+		{filepath.Join(bin, "stamp"), "# by the executable x"},
+	} {
+		pr, err := NewPostRenderer(t.Context(), settings, tt.name, "x")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		out, err := pr.Run(bytes.NewBufferString(in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if !strings.HasPrefix(out.String(), in) || !strings.Contains(out.String(), tt.want) {
+			t.Errorf("%s: output %q, want the input and %q", tt.name, out, tt.want)
+		}
+	}
+	if _, err := NewPostRenderer(t.Context(), settings, "nowhere"); err == nil || !strings.Contains(err.Error(), `no postrenderer/v1 plugin named "nowhere" and no executable there`) {
+		t.Errorf("an unknown post-renderer: %v", err)
+	}
+	// An executable that fails: its stderr is in the error.
+	writeExec(filepath.Join(bin, "broken"), `echo "cannot parse" >&2; exit 3`)
+	pr, err := NewPostRenderer(t.Context(), settings, "broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pr.Run(bytes.NewBufferString(in)); err == nil || !strings.Contains(err.Error(), "exit status 3: cannot parse") {
+		t.Errorf("a failing post-renderer: %v", err)
+	}
+	writeExec(filepath.Join(bin, "silent"), `cat > /dev/null`)
+	if pr, err = NewPostRenderer(t.Context(), settings, "silent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pr.Run(bytes.NewBufferString(in)); err == nil || !strings.Contains(err.Error(), "produced no output") {
+		t.Errorf("a post-renderer that prints nothing: %v", err)
+	}
+}
+
+// funcRenderer is a post-renderer made of a function.
+type funcRenderer func(string) string
+
+func (f funcRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
+	return bytes.NewBufferString(f(in.String())), nil
+}
+
+// TestPostRenderSources: documents the post-renderer returns with a
+// "# Source:" of the chart keep it; one without (kustomize drops comments,
+// or a resource it added) goes to templates/generated-by-postrender.yaml;
+// hooks are not given to it and stay.
+func TestPostRenderSources(t *testing.T) {
+	var docs []manifest.Document
+	for _, d := range [][2]string{
+		{"api/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a"},
+		{"api/templates/test.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test"},
+	} {
+		doc, err := manifest.Parse(d[0], d[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	added := "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: added\n"
+	out, err := postRender("api", docs, funcRenderer(func(in string) string {
+		return in + added + "---\n# Source: other/x.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n"
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range out {
+		got = append(got, d.ID.Name+" "+d.Source+" "+d.Hook)
+	}
+	want := []string{
+		"a api/templates/cm.yaml ",
+		"added api/templates/generated-by-postrender.yaml ",
+		"foreign api/templates/generated-by-postrender.yaml ",
+		"t api/templates/test.yaml test",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("documents after the post-renderer (-want +got):\n%s", diff)
 	}
 }

@@ -2,8 +2,8 @@
 // offline, it injects a sidecar into every workload of the
 // fixtures/charts/webapp chart with the fixture injector and prints the
 // result with a before/after summary. Then it builds the local control
-// plane and the helm CLI (hack/tools.sh; the first time only), starts them,
-// installs the chart as a Helm release, shows that the real helm CLI sees an
+// plane and the helm 4 CLI (hack/tools.sh; the first time only), starts them,
+// installs the chart as a Helm release, shows that the real helm 4 CLI sees an
 // ordinary release whose pods run the sidecar, and stops everything (that
 // half is hack/demo/cluster, compiled only once the offline result is shown).
 //
@@ -64,8 +64,8 @@ func run() error {
 		return err
 	}
 
-	show.Step("building the control plane and the helm CLI (the first time only: about 25 minutes; later runs reuse them)")
-	tools := exec.CommandContext(ctx, "bash", "hack/tools.sh", "etcd", "kubernetes", "helm", "kwok")
+	show.Step("building the control plane and the helm 4 CLI (the first time only: about 25 minutes; later runs reuse them)")
+	tools := exec.CommandContext(ctx, "bash", "hack/tools.sh", "etcd", "kubernetes", "helm4", "kwok")
 	tools.Dir, tools.Stdout, tools.Stderr = root, os.Stdout, os.Stderr
 	if err := tools.Run(); err != nil {
 		return fmt.Errorf("hack/tools.sh: %w", err)

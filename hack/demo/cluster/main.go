@@ -1,7 +1,7 @@
 // Command cluster is the second half of the demo (hack/demo runs it once
 // the offline result is shown and the tools are built): it starts the
 // local control plane, installs fixtures/charts/webapp with the sidecar
-// injected, shows that the real helm CLI sees an ordinary release whose
+// injected, shows that the real helm 4 CLI sees an ordinary release whose
 // pods run the sidecar, uninstalls it and stops everything.
 package main
 
@@ -54,9 +54,11 @@ func run() error {
 		return err
 	}
 	defer env.Stop()
-	helm, err := testenv.Tool(env.ToolsBin, "helm")
-	if err != nil {
-		return err
+	// The helm 4 CLI, as a new user has it (installed as helm: helm 4
+	// names its field manager after its file name).
+	helm := filepath.Join(filepath.Dir(env.ToolsBin), "helm4", "helm")
+	if _, err := os.Stat(helm); err != nil {
+		return fmt.Errorf("the helm 4 CLI: %w (bash hack/tools.sh helm4 builds it)", err)
 	}
 
 	environ := append(os.Environ(), env.Environ()...)
@@ -103,7 +105,7 @@ func run() error {
 	sort.Strings(lines)
 	fmt.Println(strings.Join(lines, "\n"))
 
-	show.Step("uninstalling with the helm CLI")
+	show.Step("uninstalling with the helm 4 CLI")
 	if err := sh(helm, "uninstall", "demo", "-n", "demo"); err != nil {
 		return err
 	}
