@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/helm-inject/helm-inject/inject"
@@ -263,7 +264,7 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 	waits := a.waitsForResources()
 	var resources []progress.Resource
 	for _, d := range p.rendered.Documents {
-		if d.Empty() || !progress.Watched(d.ID.Kind) {
+		if d.Empty() || !progress.Watched(d.ID.APIVersion, d.ID.Kind) {
 			continue
 		}
 		hook := d.Hook != ""
@@ -271,7 +272,7 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 			continue
 		}
 		id := d.ID.InNamespace(p.namespace)
-		resources = append(resources, progress.Resource{Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Hook: hook})
+		resources = append(resources, progress.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Hook: hook})
 	}
 	if len(resources) == 0 {
 		return noop
@@ -280,11 +281,18 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 	if err != nil {
 		return noop
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
+	c := progress.Clients{}
+	if c.Typed, err = kubernetes.NewForConfig(rc); err != nil {
 		return noop
 	}
-	return a.Progress.Watch(ctx, cs, resources)
+	// Custom resources are read with the dynamic client; without it (or a
+	// mapper) they are not shown, and the workloads still are.
+	if dc, err := dynamic.NewForConfig(rc); err == nil {
+		if m, err := a.cfg.RESTClientGetter.ToRESTMapper(); err == nil {
+			c.Dynamic, c.Mapper = dc, m
+		}
+	}
+	return a.Progress.Watch(ctx, c, resources)
 }
 
 // interruptedInstall settles an install that Ctrl-C or SIGTERM cut short.

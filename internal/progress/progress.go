@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // Mode is how progress is shown (--progress).
@@ -112,7 +110,7 @@ func (r *Reporter) Slow(what string) (done func()) {
 // Watch reads resources every interval until the returned stop is called,
 // and reports each one's state as it changes. stop reports the last
 // states and returns once nothing more is written.
-func (r *Reporter) Watch(ctx context.Context, cs kubernetes.Interface, resources []Resource) (stop func()) {
+func (r *Reporter) Watch(ctx context.Context, cs Clients, resources []Resource) (stop func()) {
 	if r == nil || len(resources) == 0 {
 		return func() {}
 	}
@@ -148,7 +146,7 @@ func (r *Reporter) Watch(ctx context.Context, cs kubernetes.Interface, resources
 }
 
 // poll reads every resource once and reports what changed.
-func (r *Reporter) poll(ctx context.Context, cs kubernetes.Interface, resources []Resource, states []State) {
+func (r *Reporter) poll(ctx context.Context, cs Clients, resources []Resource, states []State) {
 	for i, res := range resources {
 		st, err := res.read(ctx, cs)
 		if err != nil {

@@ -10,7 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -81,7 +86,12 @@ func TestResourceStates(t *testing.T) {
 			Status: appsv1.DeploymentStatus{ObservedGeneration: 2}},
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
 			Spec:   appsv1.StatefulSetSpec{Replicas: int32p(1)},
-			Status: appsv1.StatefulSetStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}},
+			Status: appsv1.StatefulSetStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, CurrentReplicas: 1}},
+		// Ready pods, but not yet available: helm 4's watcher (kstatus)
+		// waits on.
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "unavailable", Namespace: ns},
+			Spec:   appsv1.DeploymentSpec{Replicas: int32p(1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}},
+			Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1}},
 		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate", Namespace: ns},
 			Status: batchv1.JobStatus{Active: 1}},
 		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: ns},
@@ -101,13 +111,14 @@ func TestResourceStates(t *testing.T) {
 		{Resource{Kind: "Deployment", Namespace: ns, Name: "stale"}, State{Text: "rollout not started yet"}},
 		{Resource{Kind: "Deployment", Namespace: ns, Name: "absent"}, State{}},
 		{Resource{Kind: "StatefulSet", Namespace: ns, Name: "db"}, State{Text: "ready (1/1)", Ready: true}},
+		{Resource{Kind: "Deployment", Namespace: ns, Name: "unavailable"}, State{Text: "ready (1/1); not yet current: Available: 0/1"}},
 		{Resource{Kind: "Job", Namespace: ns, Name: "migrate", Hook: true}, State{Text: "1 active, 0/1 succeeded"}},
 		{Resource{Kind: "Job", Namespace: ns, Name: "done", Hook: true}, State{Text: "complete (1/1 succeeded)", Ready: true}},
 		{Resource{Kind: "Job", Namespace: ns, Name: "broken"}, State{Text: "failed (1 failed)"}},
 		{Resource{Kind: "Pod", Namespace: ns, Name: "smoke", Hook: true}, State{Text: "succeeded", Ready: true}},
 	}
 	for _, tt := range tests {
-		got, err := tt.res.read(context.Background(), cs)
+		got, err := tt.res.read(context.Background(), Clients{Typed: cs})
 		if err != nil || got != tt.want {
 			t.Errorf("%s: %+v, %v; want %+v", tt.res, got, err, tt.want)
 		}
@@ -124,10 +135,11 @@ func TestWatchPlainPrintsChangesInOrder(t *testing.T) {
 	var out bytes.Buffer
 	r := New(&out, Plain)
 	r.interval = 10 * time.Millisecond
-	stop := r.Watch(context.Background(), cs, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}, {Kind: "Job", Namespace: ns, Name: "later", Hook: true}})
+	stop := r.Watch(context.Background(), Clients{Typed: cs}, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}, {Kind: "Job", Namespace: ns, Name: "later", Hook: true}})
 	time.Sleep(50 * time.Millisecond)
 	d, _ := cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
-	d.Status.ReadyReplicas = 1
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1, 1
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
 	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +164,12 @@ func TestWatchLiveRedrawsInPlace(t *testing.T) {
 	var out bytes.Buffer
 	r := New(&out, Live)
 	r.interval = 10 * time.Millisecond
-	stop := r.Watch(context.Background(), cs, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}})
+	stop := r.Watch(context.Background(), Clients{Typed: cs}, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}})
 	time.Sleep(35 * time.Millisecond)
 	r.Line("a message")
 	d, _ := cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
-	d.Status.ReadyReplicas = 1
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1, 1
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
 	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +184,69 @@ func TestWatchLiveRedrawsInPlace(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, redraw+"  ✓ Deployment/web: ready (1/1)\n") {
 		t.Errorf("the final view is not the last thing on screen:\n%q", got)
+	}
+}
+
+// TestWatchedKinds: the workloads Helm waits for and custom resources are
+// followed; Kubernetes' own other kinds are not.
+func TestWatchedKinds(t *testing.T) {
+	for _, tt := range []struct {
+		apiVersion, kind string
+		want             bool
+	}{
+		{"apps/v1", "Deployment", true},
+		{"batch/v1", "Job", true},
+		{"v1", "Pod", true},
+		{"v1", "ConfigMap", false},
+		{"networking.k8s.io/v1", "Ingress", false},
+		{"apiextensions.k8s.io/v1", "CustomResourceDefinition", false},
+		{"example.com/v1", "Widget", true},
+		{"cert-manager.io/v1", "Certificate", true},
+	} {
+		if got := Watched(tt.apiVersion, tt.kind); got != tt.want {
+			t.Errorf("Watched(%s, %s) = %v, want %v", tt.apiVersion, tt.kind, got, tt.want)
+		}
+	}
+}
+
+// TestCustomResourceState: a custom resource is shown as kstatus (helm
+// 4's watcher) sees it: in progress until its Ready condition is True,
+// then current and ready.
+func TestCustomResourceState(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	widget := func(ready string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w", "namespace": "shop", "generation": int64(1)},
+			"status": map[string]any{"observedGeneration": int64(1), "conditions": []any{
+				map[string]any{"type": "Ready", "status": ready, "reason": "Building", "message": "building the widget"},
+			}},
+		}}
+		return u
+	}
+	res := Resource{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "shop", Name: "w"}
+	for _, tt := range []struct {
+		obj  *unstructured.Unstructured
+		want State
+	}{
+		{widget("False"), State{Text: "inprogress: building the widget"}},
+		{widget("True"), State{Text: "current: Resource is Ready", Ready: true}},
+		{nil, State{}},
+	} {
+		var objs []runtime.Object
+		if tt.obj != nil {
+			objs = append(objs, tt.obj)
+		}
+		dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{{Group: "example.com", Version: "v1", Resource: "widgets"}: "WidgetList"}, objs...)
+		got, err := res.read(context.Background(), Clients{Typed: fake.NewClientset(), Dynamic: dc, Mapper: mapper})
+		if err != nil || got != tt.want {
+			t.Errorf("%+v, %v; want %+v", got, err, tt.want)
+		}
+	}
+	// Without a dynamic client, a custom resource is not shown.
+	if got, err := res.read(context.Background(), Clients{Typed: fake.NewClientset()}); err != nil || got != (State{}) {
+		t.Errorf("without a dynamic client: %+v, %v", got, err)
 	}
 }

@@ -6,15 +6,24 @@ import (
 	"slices"
 	"strings"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
 // Resource is one resource an apply waits for.
 type Resource struct {
+	// APIVersion is needed for custom resources only (read through the
+	// dynamic client); the workload kinds are known.
+	APIVersion            string
 	Kind, Namespace, Name string
 	// Hook is true for a hook (created, waited for and usually deleted by
 	// Helm during the apply).
@@ -30,13 +39,24 @@ func (r Resource) String() string {
 }
 
 // Watched reports whether apply's progress follows resources of kind:
-// those Helm's wait and hook handling wait for.
-func Watched(kind string) bool {
+// the workloads Helm's wait and hook handling wait for, and custom
+// resources (a group of its own, not Kubernetes'), which helm 4's watcher
+// waits on until kstatus calls them current (a Ready condition, say).
+func Watched(apiVersion, kind string) bool {
 	switch kind {
 	case "Deployment", "StatefulSet", "DaemonSet", "Job", "Pod":
 		return true
 	}
-	return false
+	group, _, found := strings.Cut(apiVersion, "/")
+	return found && strings.Contains(group, ".") && !strings.HasSuffix(group, ".k8s.io")
+}
+
+// Clients are what progress reads resources with; Dynamic and Mapper
+// read custom resources (without them those are not shown).
+type Clients struct {
+	Typed   kubernetes.Interface
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
 }
 
 // State is what a resource is doing, in words; Text is empty while it does
@@ -46,16 +66,20 @@ type State struct {
 	Ready bool
 }
 
-func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, error) {
+func (r Resource) read(ctx context.Context, c Clients) (State, error) {
+	cs := c.Typed
 	var (
 		st  State
 		err error
+		// obj is what was read, for kstatus.
+		obj runtime.Object
 	)
 	get := metav1.GetOptions{}
 	switch r.Kind {
 	case "Deployment":
 		d, gerr := cs.AppsV1().Deployments(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
+			obj = d
 			want := replicas(d.Spec.Replicas)
 			st = replicaState(d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.Replicas, want, d.Status.ObservedGeneration >= d.Generation)
 			if !st.Ready {
@@ -65,6 +89,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 	case "StatefulSet":
 		s, gerr := cs.AppsV1().StatefulSets(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
+			obj = s
 			st = replicaState(s.Status.ReadyReplicas, s.Status.UpdatedReplicas, s.Status.Replicas, replicas(s.Spec.Replicas), s.Status.ObservedGeneration >= s.Generation)
 			if !st.Ready {
 				st.Text += podDetail(ctx, cs, r.Namespace, s.Spec.Selector)
@@ -73,6 +98,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 	case "DaemonSet":
 		ds, gerr := cs.AppsV1().DaemonSets(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
+			obj = ds
 			st = replicaState(ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled, ds.Status.CurrentNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration >= ds.Generation)
 			if !st.Ready {
 				st.Text += podDetail(ctx, cs, r.Namespace, ds.Spec.Selector)
@@ -81,6 +107,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 	case "Job":
 		j, gerr := cs.BatchV1().Jobs(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
+			obj = j
 			want := replicas(j.Spec.Completions)
 			switch {
 			case hasCondition(j.Status.Conditions, batchv1.JobComplete):
@@ -97,6 +124,7 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 	case "Pod":
 		p, gerr := cs.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, get)
 		if err = gerr; err == nil {
+			obj = p
 			ready := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodRunning && podReady(p)
 			st = State{Text: strings.ToLower(string(p.Status.Phase)), Ready: ready}
 			if !ready {
@@ -106,12 +134,80 @@ func (r Resource) read(ctx context.Context, cs kubernetes.Interface) (State, err
 			}
 		}
 	default:
-		return State{}, nil
+		return r.readCustom(ctx, c)
 	}
 	if apierrors.IsNotFound(err) {
 		return State{}, nil
 	}
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	// Ready is what helm 4's watcher waits for: kstatus' Current. The
+	// text above says why not yet, in the words of each kind.
+	ready, why, err := current(obj, r.Kind)
+	if err != nil {
+		return State{}, fmt.Errorf("%s: %w", r, err)
+	}
+	if st.Ready && !ready {
+		st.Text += "; not yet current: " + why
+	}
+	st.Ready = ready
+	return st, nil
+}
+
+// readCustom reads a custom resource and says what kstatus says of it.
+func (r Resource) readCustom(ctx context.Context, c Clients) (State, error) {
+	if c.Dynamic == nil || c.Mapper == nil {
+		return State{}, nil
+	}
+	gv, err := schema.ParseGroupVersion(r.APIVersion)
+	if err != nil {
+		return State{}, err
+	}
+	m, err := c.Mapper.RESTMapping(gv.WithKind(r.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return State{}, nil // its CRD is not installed yet
+	}
+	var ri dynamic.ResourceInterface = c.Dynamic.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = c.Dynamic.Resource(m.Resource).Namespace(r.Namespace)
+	}
+	u, err := ri.Get(ctx, r.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		return State{}, fmt.Errorf("%s: %w", r, err)
+	}
+	text := strings.ToLower(string(res.Status))
+	if res.Message != "" {
+		text += ": " + res.Message
+	}
+	return State{Text: text, Ready: res.Status == kstatus.CurrentStatus}, nil
+}
+
+// current reports whether kstatus (as helm 4's --wait=watcher) counts obj
+// as reconciled and ready.
+// as reconciled and ready. A typed object from the clientset carries no
+// kind; kstatus chooses its rules by it.
+func current(obj runtime.Object, kind string) (ready bool, why string, err error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return false, "", err
+	}
+	apiVersion := map[string]string{"Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1", "Pod": "v1"}[kind]
+	obj2 := &unstructured.Unstructured{Object: u}
+	obj2.SetAPIVersion(apiVersion)
+	obj2.SetKind(kind)
+	res, err := kstatus.Compute(obj2)
+	if err != nil {
+		return false, "", err
+	}
+	return res.Status == kstatus.CurrentStatus, res.Message, nil
 }
 
 func replicas(p *int32) int32 {
