@@ -239,7 +239,7 @@ func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 	}
 
 	// With --atomic, helm-inject's upgrade rolls back by itself.
-	interrupt(syscall.SIGINT, "5 pending-upgrade", "--atomic", `release "stuck": upgrade interrupted: release stuck failed, and has been rolled back due to atomic being set: context canceled`)
+	interrupt(syscall.SIGINT, "5 pending-upgrade", "--atomic", `release "stuck": upgrade interrupted: release stuck failed, and has been rolled back due to rollback-on-failure being set: context canceled`)
 	if s := status(); s != "6 deployed" {
 		t.Fatalf("after an interrupted --atomic upgrade the release is %q, want 6 deployed (a rollback)", s)
 	}

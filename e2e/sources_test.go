@@ -69,8 +69,9 @@ func TestChartSources(t *testing.T) {
 }
 
 // TestKeptChartRendersBackWithHelm: the temporary chart that --keep-chart
-// writes is an ordinary chart; the real `helm template` renders it to
-// exactly what helm-inject printed.
+// writes is an ordinary chart; the real `helm template` (helm 4, whose
+// SDK helm-inject renders with) renders it to exactly what helm-inject
+// printed.
 func TestKeptChartRendersBackWithHelm(t *testing.T) {
 	kept := filepath.Join(t.TempDir(), "webapp")
 	printed := mustHelmInject(t, "template", "kept", webappChart, "-n", "prod", "--keep-chart", kept,
@@ -78,7 +79,8 @@ func TestKeptChartRendersBackWithHelm(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(kept, "Chart.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	byHelm := mustHelm(t, "template", "kept", kept, "-n", "prod", "-f", "fixtures/values/webapp-prod.yaml").stdout
+	helm4 := helm4Bin(t)
+	byHelm := command{}.mustRun(t, helm4, "template", "kept", kept, "-n", "prod", "-f", "fixtures/values/webapp-prod.yaml").stdout
 	if byHelm != printed {
 		t.Errorf("helm template of the kept chart differs from helm-inject template\n--- helm:\n%s\n--- helm-inject:\n%s", byHelm, printed)
 	}
@@ -93,7 +95,7 @@ func TestKeptChartRendersBackWithHelm(t *testing.T) {
 	mustHelmInject(t, "apply", "keptapply", apiChart, "-n", ns, "--keep-chart", applied, "--injector", "sidecar-injector f=FILE")
 	stored := mustHelm(t, "get", "manifest", "keptapply", "-n", ns).stdout
 	// helm template prints the test hook too; the manifest holds no hooks.
-	rendered := mustHelm(t, "template", "keptapply", applied, "-n", ns, "--skip-tests").stdout
+	rendered := command{}.mustRun(t, helm4, "template", "keptapply", applied, "-n", ns, "--skip-tests").stdout
 	if strings.TrimSpace(rendered) != strings.TrimSpace(stored) || !strings.Contains(stored, "name: sidecar") {
 		t.Errorf("helm template of the chart apply --keep-chart kept differs from the release's manifest\n--- kept:\n%s\n--- release:\n%s", rendered, stored)
 	}

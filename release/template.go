@@ -109,10 +109,18 @@ func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
 	if err != nil {
 		return err
 	}
+	// helm template prints the release manifest trimmed: its last
+	// document has no blank line after it, hooks follow.
+	last := -1
+	for i, d := range docs {
+		if d.Hook == "" {
+			last = i
+		}
+	}
 	// One write per document would be a system call each on a pipe.
 	bw := bufio.NewWriterSize(w, 64<<10)
-	for _, d := range docs {
-		if err := writeSourced(bw, d); err != nil {
+	for i, d := range docs {
+		if err := writeFramed(bw, d, i != last && d.Content != hiddenSecret); err != nil {
 			return err
 		}
 	}
@@ -157,10 +165,22 @@ func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error
 	return nil
 }
 
-// writeSourced writes one document as Helm frames it in a rendered
-// manifest: "---", its "# Source:" comment, the document.
+// writeSourced writes one document as Helm 4 frames it in a rendered
+// manifest: "---", its "# Source:" comment, the document with the line end
+// helm 4 keeps (each document of a template file ends with one), then
+// helm's own line end; a hidden Secret's comment has only helm's.
 func writeSourced(w io.Writer, d manifest.Document) error {
-	_, err := fmt.Fprintf(w, "---\n# Source: %s\n%s\n", d.Source, d.Content)
+	return writeFramed(w, d, d.Content != hiddenSecret)
+}
+
+// writeFramed writes "---", the "# Source:" comment and the document,
+// with a blank line after it when blank is set.
+func writeFramed(w io.Writer, d manifest.Document, blank bool) error {
+	format := "---\n# Source: %s\n%s\n"
+	if blank {
+		format += "\n"
+	}
+	_, err := fmt.Fprintf(w, format, d.Source, d.Content)
 	return err
 }
 
