@@ -89,17 +89,17 @@ def main():
             if build.returncode != 0:
                 m["status"], m["recheck"] = "NOT VIABLE", True
                 r["mutants_not_viable"] = r.get("mutants_not_viable", 0) + 1
-                r[counter[before]] -= 1
+                r[counter[before]] = r.get(counter[before], 0) - 1
                 print(f"  recheck: NOT VIABLE (does not build) {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
             elif res.returncode != 0:
                 m["status"], m["recheck"] = "KILLED", True
                 r["mutants_killed"] += 1
-                r[counter[before]] -= 1
+                r[counter[before]] = r.get(counter[before], 0) - 1
                 print(f"  recheck: KILLED {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
             elif before == "TIMED OUT":
                 m["status"], m["recheck"] = "LIVED", True
                 r["mutants_lived"] += 1
-                r[counter[before]] -= 1
+                r[counter[before]] = r.get(counter[before], 0) - 1
                 print(f"  recheck: LIVED (ended when run alone) {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
             else:
                 print(f"  recheck: still {before} {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
