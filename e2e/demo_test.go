@@ -9,13 +9,14 @@ import (
 // TestDemo runs the newcomer's first command (make demo runs go run
 // ./hack/demo): the offline result, the injected manifests and a
 // before/after summary, comes first, before any tool is built or the
-// control plane started; then the real install, seen by the helm CLI.
+// control plane started; then the real install, seen by the helm 4 CLI
+// (as a new user has it).
 func TestDemo(t *testing.T) {
 	r := command{timeout: 10 * time.Minute}.mustRun(t, "go", "run", "./hack/demo")
 	out := r.stdout
 	offline := strings.Index(out, "==> injecting fixtures/charts/webapp offline")
 	summary := strings.Index(out, "==> before and after: the containers of every workload")
-	tools := strings.Index(out, "==> building the control plane and the helm CLI")
+	tools := strings.Index(out, "==> building the control plane and the helm 4 CLI")
 	install := strings.Index(out, "==> injecting and installing the webapp chart")
 	if offline < 0 || summary < offline || tools < summary || install < tools {
 		t.Fatalf("the demo's steps are missing or out of order (offline %d, summary %d, tools %d, install %d):\n%s", offline, summary, tools, install, out)
@@ -33,6 +34,6 @@ func TestDemo(t *testing.T) {
 		t.Errorf("summary row of the Deployment is %q, want no sidecar before and one after:\n%s", row, out[summary:tools])
 	}
 	if !strings.Contains(out[install:], "demo-web") || !strings.Contains(out[install:], "deployed") {
-		t.Errorf("the helm CLI did not show the release:\n%s", out[install:])
+		t.Errorf("the helm 4 CLI did not show the release:\n%s", out[install:])
 	}
 }

@@ -292,6 +292,10 @@ func TestBoundedFuncsAtTheLimit(t *testing.T) {
 		{"repeat", []any{1 << 19, "xy"}, 1 << 20, []any{1<<19 + 1, "xy"}, "repeat: 1048578 is over the limit of 1048576"},
 		{"printf", []any{"%10000d", 7}, 10000, []any{"%10001d", 7}, "printf width: 10001 is over the limit of 10000"},
 		{"printf", []any{"%.10000f", 1.0}, 10002, []any{"%.10001f", 1.0}, "printf width: 10001 is over the limit of 10000"},
+		// Every width counts, not only the first.
+		{"printf", []any{"%d %5d", 1, 2}, 7, []any{"%d %10001d", 1, 2}, "printf width: 10001 is over the limit of 10000"},
+		// Repeating nothing is nothing, whatever the count.
+		{"repeat", []any{3, ""}, 0, []any{1<<20 + 1, "x"}, "repeat: 1048577 is over the limit of 1048576"},
 	} {
 		got, err := call(tt.name, tt.atLimit...)
 		if err != nil || size(got) != tt.wantSize {

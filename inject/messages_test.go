@@ -1,6 +1,8 @@
 package inject
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,5 +70,64 @@ func TestExcerptLimits(t *testing.T) {
 	}
 	if got := excerpt(long + "y"); got != "  | "+long+"..." {
 		t.Errorf("a line of 201 bytes: %q", got)
+	}
+}
+
+// TestLockFileErrorNamesTheLine: a malformed line of a library's lock file
+// is named by its number, comments and blank lines counted.
+func TestLockFileErrorNamesTheLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, LockFileName), []byte("# pinned digests\n\nsidecar 1.0.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadLibrary(dir)
+	if want := filepath.Join(dir, LockFileName) + ":3: want"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one with %q", err, want)
+	}
+}
+
+// TestNoPins: an empty pins file encodes as an empty flow mapping, and
+// pinning into no pins at all starts a new set.
+func TestNoPins(t *testing.T) {
+	b, err := Pins{}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "injectors: {}") {
+		t.Errorf("empty pins encode as:\n%s", b)
+	}
+	lib, err := LoadLibrary(exampleLibrary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ParseTemplateRef(lib, "log-shipper@1.0.0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Pins(nil).Pin(lib, []*TemplateRef{ref}, false)
+	if err != nil || got["log-shipper"].Version != "1.0.0" {
+		t.Errorf("pinning into nil pins: %v, %v", got, err)
+	}
+	// Pins are written one per block, for reviews to read.
+	if b, err = got.Encode(); err != nil || !strings.Contains(string(b), "injectors:\n  log-shipper:\n") {
+		t.Errorf("pins encode as:\n%s (%v)", b, err)
+	}
+}
+
+// TestRenderedPatchLimit: a patch of exactly maxRenderBytes is rendered; one
+// byte more is refused, however it is written.
+func TestRenderedPatchLimit(t *testing.T) {
+	w := &renderWriter{done: make(chan struct{})}
+	if _, err := w.Write([]byte(strings.Repeat("x", maxRenderBytes-1))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("y")); err != nil {
+		t.Errorf("the last byte within the limit: %v", err)
+	}
+	if _, err := w.Write([]byte("z")); err == nil || !strings.Contains(err.Error(), "the rendered patch is over 4194304 bytes") {
+		t.Errorf("one byte over the limit: %v", err)
+	}
+	if w.buf.Len() != maxRenderBytes {
+		t.Errorf("kept %d bytes, want %d", w.buf.Len(), maxRenderBytes)
 	}
 }
