@@ -78,17 +78,27 @@ func TestDiffAgreesWithApply(t *testing.T) {
 	root := repoRoot(t)
 	prop := t.TempDir()
 	testfs.Write(t, prop, propertyChart)
+	// A post-renderer that drops the "# Source:" comments, as kustomize
+	// does: its output goes into the temporary chart as generated files.
+	stripper := filepath.Join(t.TempDir(), "strip-sources")
+	if err := os.WriteFile(stripper, []byte("#!/bin/sh\nexec grep -v '^# Source:'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	charts := []struct {
 		name, path string
 		extra      []string
+		// applyOnly are apply's flags that diff does not take.
+		applyOnly []string
 	}{
-		{"webapp", filepath.Join(root, webappChart), nil},
-		{"api", filepath.Join(root, apiChart), nil},
-		{"plain", filepath.Join(root, "fixtures", "manifests", "plain"), nil},
-		{"kustomize", filepath.Join(root, "fixtures", "kustomize", "overlay"), nil},
-		{"prop", prop, nil},
-		{"prop-revision", prop, []string{"--set", "revisionAnnotation=true"}},
-		{"prop-random", prop, []string{"--set", "random=true"}},
+		{"webapp", filepath.Join(root, webappChart), nil, nil},
+		{"api", filepath.Join(root, apiChart), nil, nil},
+		{"plain", filepath.Join(root, "fixtures", "manifests", "plain"), nil, nil},
+		{"kustomize", filepath.Join(root, "fixtures", "kustomize", "overlay"), nil, nil},
+		{"prop", prop, nil, nil},
+		{"prop-revision", prop, []string{"--set", "revisionAnnotation=true"}, nil},
+		{"prop-random", prop, []string{"--set", "random=true"}, nil},
+		{"webapp-post-renderer", filepath.Join(root, webappChart), []string{"--post-renderer", stripper}, nil},
+		{"api-wait-watcher", filepath.Join(root, apiChart), nil, []string{"--wait=watcher", "--timeout", "2m"}},
 	}
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -132,10 +142,16 @@ func TestDiffAgreesWithApply(t *testing.T) {
 					t.Fatalf("step %d (%s): diff failed:\n%s", i, step, diff)
 				}
 				before := revisionCount(t, c.name, ns)
-				mustHelmInject(t, append([]string{"apply"}, in...)...)
+				mustHelmInject(t, append(append([]string{"apply"}, in...), c.applyOnly...)...)
 				made := revisionCount(t, c.name, ns) > before
 				if made != (diff.code == 2) {
 					t.Errorf("step %d (%s %v): diff exited %d but apply made a revision: %v\ndiff said:\n%s", i, step, args, diff.code, made, diff.stdout)
+				}
+			}
+			if slices.Contains(c.extra, "--post-renderer") {
+				// What the post-renderer made is what the release holds.
+				if m := mustHelm(t, "get", "manifest", c.name, "-n", ns).stdout; !strings.Contains(m, "# Source: webapp/templates/generated-by-postrender.yaml") || strings.Contains(m, "# Source: webapp/templates/deployment.yaml") {
+					t.Errorf("the release does not hold the post-renderer's output:\n%s", m)
 				}
 			}
 		})
