@@ -84,21 +84,29 @@ func TestDiffAgreesWithApply(t *testing.T) {
 	if err := os.WriteFile(stripper, []byte("#!/bin/sh\nexec grep -v '^# Source:'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The same, as a helm 4 postrenderer/v1 plugin named strip-sources.
+	plugins := t.TempDir()
+	testfs.Write(t, filepath.Join(plugins, "strip-sources"), map[string]string{
+		"plugin.yaml": "apiVersion: v1\nname: strip-sources\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\n" +
+			"runtimeConfig:\n  platformCommand:\n    - command: " + stripper + "\n",
+	})
 	charts := []struct {
 		name, path string
 		extra      []string
 		// applyOnly are apply's flags that diff does not take.
 		applyOnly []string
+		env       []string
 	}{
-		{"webapp", filepath.Join(root, webappChart), nil, nil},
-		{"api", filepath.Join(root, apiChart), nil, nil},
-		{"plain", filepath.Join(root, "fixtures", "manifests", "plain"), nil, nil},
-		{"kustomize", filepath.Join(root, "fixtures", "kustomize", "overlay"), nil, nil},
-		{"prop", prop, nil, nil},
-		{"prop-revision", prop, []string{"--set", "revisionAnnotation=true"}, nil},
-		{"prop-random", prop, []string{"--set", "random=true"}, nil},
-		{"webapp-post-renderer", filepath.Join(root, webappChart), []string{"--post-renderer", stripper}, nil},
-		{"api-wait-watcher", filepath.Join(root, apiChart), nil, []string{"--wait=watcher", "--timeout", "2m"}},
+		{"webapp", filepath.Join(root, webappChart), nil, nil, nil},
+		{"api", filepath.Join(root, apiChart), nil, nil, nil},
+		{"plain", filepath.Join(root, "fixtures", "manifests", "plain"), nil, nil, nil},
+		{"kustomize", filepath.Join(root, "fixtures", "kustomize", "overlay"), nil, nil, nil},
+		{"prop", prop, nil, nil, nil},
+		{"prop-revision", prop, []string{"--set", "revisionAnnotation=true"}, nil, nil},
+		{"prop-random", prop, []string{"--set", "random=true"}, nil, nil},
+		{"webapp-post-renderer", filepath.Join(root, webappChart), []string{"--post-renderer", stripper}, nil, nil},
+		{"webapp-post-renderer-plugin", filepath.Join(root, webappChart), []string{"--post-renderer", "strip-sources"}, nil, []string{"HELM_PLUGINS=" + plugins}},
+		{"api-wait-watcher", filepath.Join(root, apiChart), nil, []string{"--wait=watcher", "--timeout", "2m"}, nil},
 	}
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -137,12 +145,13 @@ func TestDiffAgreesWithApply(t *testing.T) {
 					args = []string{"--reuse-values"}
 				}
 				in := append(slices.Clone(base), args...)
-				diff := helmInject(t, append([]string{"diff", "upgrade", "--allow-unreleased", "--detailed-exitcode"}, in...)...)
+				hi := filepath.Join(binDir, "helm-inject")
+				diff := command{env: c.env}.run(t, hi, append([]string{"diff", "upgrade", "--allow-unreleased", "--detailed-exitcode"}, in...)...)
 				if diff.code != 0 && diff.code != 2 {
 					t.Fatalf("step %d (%s): diff failed:\n%s", i, step, diff)
 				}
 				before := revisionCount(t, c.name, ns)
-				mustHelmInject(t, append(append([]string{"apply"}, in...), c.applyOnly...)...)
+				command{env: c.env}.mustRun(t, hi, append(append([]string{"apply"}, in...), c.applyOnly...)...)
 				made := revisionCount(t, c.name, ns) > before
 				if made != (diff.code == 2) {
 					t.Errorf("step %d (%s %v): diff exited %d but apply made a revision: %v\ndiff said:\n%s", i, step, args, diff.code, made, diff.stdout)
