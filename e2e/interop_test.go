@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -38,24 +35,8 @@ type storedRevision struct {
 // storedRevisions decodes every stored revision of a release, by number.
 func storedRevisions(t *testing.T, ns, name string) map[int]storedRevision {
 	t.Helper()
-	list, err := clientset(t).CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int]storedRevision{}
-	for _, s := range list.Items {
-		raw, err := base64.StdEncoding.DecodeString(string(s.Data["release"]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gz, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(gz)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, b := range decodedRecords(t, ns, name) {
 		var r storedRevision
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatal(err)
@@ -65,14 +46,20 @@ func storedRevisions(t *testing.T, ns, name string) map[int]storedRevision {
 	return out
 }
 
-// liveManagers are the field managers of a live Deployment's own fields
-// (not its status, which the controllers write).
-func liveManagers(t *testing.T, ns, name string) []string {
+func liveDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	d, err := clientset(t).AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// liveManagers are the field managers of a live Deployment's own fields
+// (not its status, which the controllers write).
+func liveManagers(t *testing.T, ns, name string) []string {
+	t.Helper()
+	d := liveDeployment(t, ns, name)
 	var managers []string
 	for _, m := range d.ManagedFields {
 		if m.Subresource == "" && !slices.Contains(managers, m.Manager) {
@@ -85,10 +72,7 @@ func liveManagers(t *testing.T, ns, name string) []string {
 
 func liveContainers(t *testing.T, ns, name string) []string {
 	t.Helper()
-	d, err := clientset(t).AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := liveDeployment(t, ns, name)
 	var names []string
 	for _, c := range d.Spec.Template.Spec.Containers {
 		names = append(names, c.Name)

@@ -101,14 +101,23 @@ func TestDebugOutputHidesSecrets(t *testing.T) {
 // is recorded, whatever command prints it.
 func storedReleases(t *testing.T, ns, name string) string {
 	t.Helper()
+	records := decodedRecords(t, ns, name)
+	if len(records) == 0 {
+		t.Fatalf("no stored revision of %s", name)
+	}
+	return string(bytes.Join(records, nil))
+}
+
+// decodedRecords are the release records of name in ns, one JSON document
+// per stored revision (the Secret's base64 of gzip), none when there are
+// none.
+func decodedRecords(t *testing.T, ns, name string) [][]byte {
+	t.Helper()
 	list, err := clientset(t).CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) == 0 {
-		t.Fatalf("no stored revision of %s", name)
-	}
-	var all strings.Builder
+	var records [][]byte
 	for _, s := range list.Items {
 		raw, err := base64.StdEncoding.DecodeString(string(s.Data["release"]))
 		if err != nil {
@@ -122,9 +131,9 @@ func storedReleases(t *testing.T, ns, name string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all.Write(b)
+		records = append(records, b)
 	}
-	return all.String()
+	return records
 }
 
 // TestCredentialsNeverRecorded: a chart URL with user:password and an
