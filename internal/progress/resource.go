@@ -67,75 +67,10 @@ type State struct {
 }
 
 func (r Resource) read(ctx context.Context, c Clients) (State, error) {
-	cs := c.Typed
-	var (
-		st  State
-		err error
-		// obj is what was read, for kstatus.
-		obj runtime.Object
-	)
-	get := metav1.GetOptions{}
-	switch r.Kind {
-	case "Deployment":
-		d, gerr := cs.AppsV1().Deployments(r.Namespace).Get(ctx, r.Name, get)
-		if err = gerr; err == nil {
-			obj = d
-			want := replicas(d.Spec.Replicas)
-			st = replicaState(d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.Replicas, want, d.Status.ObservedGeneration >= d.Generation)
-			if !st.Ready {
-				st.Text += podDetail(ctx, cs, r.Namespace, d.Spec.Selector)
-			}
-		}
-	case "StatefulSet":
-		s, gerr := cs.AppsV1().StatefulSets(r.Namespace).Get(ctx, r.Name, get)
-		if err = gerr; err == nil {
-			obj = s
-			st = replicaState(s.Status.ReadyReplicas, s.Status.UpdatedReplicas, s.Status.Replicas, replicas(s.Spec.Replicas), s.Status.ObservedGeneration >= s.Generation)
-			if !st.Ready {
-				st.Text += podDetail(ctx, cs, r.Namespace, s.Spec.Selector)
-			}
-		}
-	case "DaemonSet":
-		ds, gerr := cs.AppsV1().DaemonSets(r.Namespace).Get(ctx, r.Name, get)
-		if err = gerr; err == nil {
-			obj = ds
-			st = replicaState(ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled, ds.Status.CurrentNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration >= ds.Generation)
-			if !st.Ready {
-				st.Text += podDetail(ctx, cs, r.Namespace, ds.Spec.Selector)
-			}
-		}
-	case "Job":
-		j, gerr := cs.BatchV1().Jobs(r.Namespace).Get(ctx, r.Name, get)
-		if err = gerr; err == nil {
-			obj = j
-			want := replicas(j.Spec.Completions)
-			switch {
-			case hasCondition(j.Status.Conditions, batchv1.JobComplete):
-				st = State{Text: fmt.Sprintf("complete (%d/%d succeeded)", j.Status.Succeeded, want), Ready: true}
-			case hasCondition(j.Status.Conditions, batchv1.JobFailed):
-				st = State{Text: fmt.Sprintf("failed (%d failed)", j.Status.Failed)}
-			default:
-				st = State{Text: fmt.Sprintf("%d active, %d/%d succeeded", j.Status.Active, j.Status.Succeeded, want)}
-				if j.Spec.Selector != nil {
-					st.Text += podDetail(ctx, cs, r.Namespace, j.Spec.Selector)
-				}
-			}
-		}
-	case "Pod":
-		p, gerr := cs.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, get)
-		if err = gerr; err == nil {
-			obj = p
-			ready := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodRunning && podReady(p)
-			st = State{Text: strings.ToLower(string(p.Status.Phase)), Ready: ready}
-			if !ready {
-				if why := podWhy(p); why != "" {
-					st.Text += " (" + why + ")"
-				}
-			}
-		}
-	default:
+	if !typedKind(r.Kind) {
 		return r.readCustom(ctx, c)
 	}
+	obj, st, err := r.readTyped(ctx, c.Typed)
 	if apierrors.IsNotFound(err) {
 		return State{}, nil
 	}
@@ -153,6 +88,89 @@ func (r Resource) read(ctx context.Context, c Clients) (State, error) {
 	}
 	st.Ready = ready
 	return st, nil
+}
+
+// typedKind tells the kinds readTyped reads through the typed client;
+// every other kind is read as a custom resource.
+func typedKind(kind string) bool {
+	switch kind {
+	case "Deployment", "StatefulSet", "DaemonSet", "Job", "Pod":
+		return true
+	}
+	return false
+}
+
+// readTyped reads one of the typedKind objects and says its state in the
+// words of its kind; obj is what was read, for kstatus.
+func (r Resource) readTyped(ctx context.Context, cs kubernetes.Interface) (obj runtime.Object, st State, err error) {
+	get := metav1.GetOptions{}
+	var selector *metav1.LabelSelector
+	switch r.Kind {
+	case "Deployment":
+		d, err := cs.AppsV1().Deployments(r.Namespace).Get(ctx, r.Name, get)
+		if err != nil {
+			return nil, State{}, err
+		}
+		obj, selector = d, d.Spec.Selector
+		st = replicaState(d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.Replicas, replicas(d.Spec.Replicas), d.Status.ObservedGeneration >= d.Generation)
+	case "StatefulSet":
+		s, err := cs.AppsV1().StatefulSets(r.Namespace).Get(ctx, r.Name, get)
+		if err != nil {
+			return nil, State{}, err
+		}
+		obj, selector = s, s.Spec.Selector
+		st = replicaState(s.Status.ReadyReplicas, s.Status.UpdatedReplicas, s.Status.Replicas, replicas(s.Spec.Replicas), s.Status.ObservedGeneration >= s.Generation)
+	case "DaemonSet":
+		ds, err := cs.AppsV1().DaemonSets(r.Namespace).Get(ctx, r.Name, get)
+		if err != nil {
+			return nil, State{}, err
+		}
+		obj, selector = ds, ds.Spec.Selector
+		st = replicaState(ds.Status.NumberReady, ds.Status.UpdatedNumberScheduled, ds.Status.CurrentNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Status.ObservedGeneration >= ds.Generation)
+	case "Job":
+		j, err := cs.BatchV1().Jobs(r.Namespace).Get(ctx, r.Name, get)
+		if err != nil {
+			return nil, State{}, err
+		}
+		obj, st = j, jobState(j)
+		if !st.Ready && !hasCondition(j.Status.Conditions, batchv1.JobFailed) {
+			selector = j.Spec.Selector
+		}
+	case "Pod":
+		p, err := cs.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, get)
+		if err != nil {
+			return nil, State{}, err
+		}
+		return p, podState(p), nil
+	}
+	if !st.Ready && selector != nil {
+		st.Text += podDetail(ctx, cs, r.Namespace, selector)
+	}
+	return obj, st, nil
+}
+
+// jobState says how far a Job is: complete, failed, or its counts.
+func jobState(j *batchv1.Job) State {
+	want := replicas(j.Spec.Completions)
+	switch {
+	case hasCondition(j.Status.Conditions, batchv1.JobComplete):
+		return State{Text: fmt.Sprintf("complete (%d/%d succeeded)", j.Status.Succeeded, want), Ready: true}
+	case hasCondition(j.Status.Conditions, batchv1.JobFailed):
+		return State{Text: fmt.Sprintf("failed (%d failed)", j.Status.Failed)}
+	}
+	return State{Text: fmt.Sprintf("%d active, %d/%d succeeded", j.Status.Active, j.Status.Succeeded, want)}
+}
+
+// podState is a Pod's phase, with why it is not ready when it is not.
+func podState(p *corev1.Pod) State {
+	ready := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodRunning && podReady(p)
+	st := State{Text: strings.ToLower(string(p.Status.Phase)), Ready: ready}
+	if !ready {
+		if why := podWhy(p); why != "" {
+			st.Text += " (" + why + ")"
+		}
+	}
+	return st
 }
 
 // readCustom reads a custom resource and says what kstatus says of it.
