@@ -68,6 +68,24 @@ spec:
 `,
 }
 
+// stripSources writes a post-renderer that drops the "# Source:"
+// comments, as kustomize does (its output goes into the temporary chart as
+// generated files), and the same as a helm 4 postrenderer/v1 plugin named
+// strip-sources in the plugin folder plugins (for HELM_PLUGINS).
+func stripSources(t *testing.T) (executable, plugins string) {
+	t.Helper()
+	executable = filepath.Join(t.TempDir(), "strip-sources")
+	if err := os.WriteFile(executable, []byte("#!/bin/sh\nexec grep -v '^# Source:'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plugins = t.TempDir()
+	testfs.Write(t, filepath.Join(plugins, "strip-sources"), map[string]string{
+		"plugin.yaml": "apiVersion: v1\nname: strip-sources\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\n" +
+			"runtimeConfig:\n  platformCommand:\n    - command: " + executable + "\n",
+	})
+	return executable, plugins
+}
+
 // TestDiffAgreesWithApply is the property users rely on: diff
 // --detailed-exitcode exits 0 exactly when apply with the same inputs makes
 // no new revision, and 2 exactly when it makes one. It walks every chart
@@ -78,18 +96,7 @@ func TestDiffAgreesWithApply(t *testing.T) {
 	root := repoRoot(t)
 	prop := t.TempDir()
 	testfs.Write(t, prop, propertyChart)
-	// A post-renderer that drops the "# Source:" comments, as kustomize
-	// does: its output goes into the temporary chart as generated files.
-	stripper := filepath.Join(t.TempDir(), "strip-sources")
-	if err := os.WriteFile(stripper, []byte("#!/bin/sh\nexec grep -v '^# Source:'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The same, as a helm 4 postrenderer/v1 plugin named strip-sources.
-	plugins := t.TempDir()
-	testfs.Write(t, filepath.Join(plugins, "strip-sources"), map[string]string{
-		"plugin.yaml": "apiVersion: v1\nname: strip-sources\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\n" +
-			"runtimeConfig:\n  platformCommand:\n    - command: " + stripper + "\n",
-	})
+	stripper, plugins := stripSources(t)
 	charts := []struct {
 		name, path string
 		extra      []string
@@ -262,7 +269,7 @@ func TestHelmfileFlagsKnown(t *testing.T) {
 	for _, row := range regexp.MustCompile("(?m)^\\| `--([a-z0-9-]+)` \\| [^|]*helmfile").FindAllStringSubmatch(string(doc), -1) {
 		known[row[1]] = true
 	}
-	other := regexp.MustCompile("(?m)^Passed by helmfile only to other helm commands or to helm 4: (.*)$").FindStringSubmatch(string(doc))
+	other := regexp.MustCompile("(?m)^Passed by helmfile only to other helm commands \\(list, test, pull, uninstall\\): (.*)$").FindStringSubmatch(string(doc))
 	if other == nil || len(known) < 40 {
 		t.Fatalf("docs/compatibility.md: %d helmfile flags and no list of other commands' flags", len(known))
 	}

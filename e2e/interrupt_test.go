@@ -23,51 +23,69 @@ import (
 )
 
 // TestInterruptDuringInjection sends SIGINT (Ctrl-C) and SIGTERM while the
-// injector runs: helm-inject kills the injector, removes its temporary
-// files, exits non-zero and writes no release.
+// injector runs, and while a --post-renderer executable runs: helm-inject
+// stops it, removes its temporary files, exits non-zero and writes no
+// release.
 func TestInterruptDuringInjection(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			ns := namespace(t)
-			tmp := t.TempDir()
-			started := filepath.Join(t.TempDir(), "started")
-			cmd := exec.Command(filepath.Join(binDir, "helm-inject"), "apply", "halted", webappChart, "-n", ns,
-				"--injector", "sidecar-injector f=FILE,fail=hang,count-file="+started)
-			cmd.Dir = repoRoot(t)
-			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill() })
-			// Wait until the injector is running (it writes its count file).
-			waitForFile(t, started)
-			// While it runs, its input is private: a 0700 folder, 0600 files.
-			checkPrivate(t, tmp)
-			// The injector's own command line, as helm-inject built it.
-			running := "--count-file " + started
-			if out, _ := exec.Command("pgrep", "-f", "--", running).Output(); len(out) == 0 {
-				t.Fatalf("no running injector matches %q", running)
-			}
-			_ = cmd.Process.Signal(sig)
-			if err := cmd.Wait(); err == nil {
-				t.Fatalf("helm-inject exited 0 after %s", sig)
-			}
-			if !strings.Contains(stderr.String(), `release "halted": injector "sidecar-injector f=FILE,fail=hang,count-file=`) ||
-				!strings.Contains(stderr.String(), "interrupted") {
-				t.Errorf("stderr:\n%s", stderr.String())
-			}
-			if left, _ := os.ReadDir(tmp); len(left) != 0 {
-				t.Errorf("temporary files left behind: %s", left[0].Name())
-			}
-			if out, _ := exec.Command("pgrep", "-f", "--", running).Output(); len(out) != 0 {
-				t.Errorf("the injector is still running: pid %s", out)
-			}
-			if r := helm(t, "history", "halted", "-n", ns); r.code == 0 {
-				t.Errorf("a release was recorded:\n%s", r.stdout)
-			}
-		})
+	for _, stage := range []string{"injector", "post-renderer"} {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			t.Run(stage+"/"+sig.String(), func(t *testing.T) {
+				interruptWhileRunning(t, stage, sig)
+			})
+		}
+	}
+}
+
+// interruptWhileRunning starts an apply whose injector (stage "injector")
+// or post-renderer (stage "post-renderer") hangs, and sends sig once it
+// runs.
+func interruptWhileRunning(t *testing.T, stage string, sig syscall.Signal) {
+	ns := namespace(t)
+	tmp := t.TempDir()
+	started := filepath.Join(t.TempDir(), "started")
+	hanging := "sidecar-injector f=FILE,fail=hang,count-file=" + started
+	args := []string{"apply", "halted", webappChart, "-n", ns, "--injector", hanging}
+	wantErr := `release "halted": injector "` + hanging
+	if stage == "post-renderer" {
+		args = []string{"apply", "halted", webappChart, "-n", ns, "--injector", "sidecar-injector f=FILE",
+			"--post-renderer", "sidecar-injector", "--post-renderer-args=--fail=hang", "--post-renderer-args=--count-file=" + started}
+		wantErr = `release "halted": post-renderer: `
+	}
+	cmd := exec.Command(filepath.Join(binDir, "helm-inject"), args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Wait until the program is running (it writes its count file).
+	waitForFile(t, started)
+	if stage == "injector" {
+		// While it runs, its input is private: a 0700 folder, 0600 files.
+		checkPrivate(t, tmp)
+	}
+	// The program's own command line, as helm-inject built it.
+	running := "--count-file[= ]" + started
+	if out, _ := exec.Command("pgrep", "-f", "--", running).Output(); len(out) == 0 {
+		t.Fatalf("no running %s matches %q", stage, running)
+	}
+	_ = cmd.Process.Signal(sig)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("helm-inject exited 0 after %s", sig)
+	}
+	if !strings.Contains(stderr.String(), wantErr) || !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr lacks %q and \"interrupted\":\n%s", wantErr, stderr.String())
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("temporary files left behind: %s", left[0].Name())
+	}
+	if out, _ := exec.Command("pgrep", "-f", "--", running).Output(); len(out) != 0 {
+		t.Errorf("the %s is still running: pid %s", stage, out)
+	}
+	if r := helm(t, "history", "halted", "-n", ns); r.code == 0 {
+		t.Errorf("a release was recorded:\n%s", r.stdout)
 	}
 }
 
@@ -177,18 +195,42 @@ func TestInterruptWhileFetchingTheChart(t *testing.T) {
 	}
 }
 
-// TestInterruptDuringInstallAndUpgrade: Ctrl-C during an install's --wait
-// and SIGTERM during an upgrade's --wait (after the API writes began) leave
+// TestInterruptDuringInstallAndUpgrade: Ctrl-C during an install's wait
+// and SIGTERM during an upgrade's wait (after the API writes began) leave
 // the revision failed, as Helm does for a failed upgrade, never pending;
-// the next apply finishes the job from there.
+// the next apply finishes the job from there. The same with --wait=watcher
+// and a --post-renderer (an executable, and a helm 4 postrenderer/v1
+// plugin), which runs while planning: the interrupted wait is the SDK's.
 func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
+	stripper, plugins := stripSources(t)
+	variants := []struct {
+		name  string
+		extra []string
+		env   []string
+		// postRendered: the release holds the post-renderer's output.
+		postRendered bool
+	}{
+		{"injector", []string{"--wait"}, nil, false},
+		{"post-renderer", []string{"--wait=watcher", "--post-renderer", stripper}, nil, true},
+		{"post-renderer-plugin", []string{"--wait=watcher", "--post-renderer", "strip-sources"}, []string{"HELM_PLUGINS=" + plugins}, true},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			interruptInstallAndUpgrade(t, v.extra, v.env, v.postRendered)
+		})
+	}
+}
+
+func interruptInstallAndUpgrade(t *testing.T, extra, env []string, postRendered bool) {
 	ns := namespace(t)
 	chart := stuckChart(t)
-	// With this selector no node fits: --wait waits until interrupted.
-	nowhere := []string{"--set-string", "nodeSelector.nowhere=true", "--wait", "--timeout", "5m"}
-	apply := func(extra ...string) []string {
-		return append([]string{"apply", "stuck", chart, "-n", ns, "--injector", "sidecar-injector f=FILE"}, extra...)
+	// With this selector no node fits: the wait waits until interrupted.
+	nowhere := []string{"--set-string", "nodeSelector.nowhere=true", "--timeout", "5m"}
+	apply := func(more ...string) []string {
+		args := append([]string{"apply", "stuck", chart, "-n", ns, "--injector", "sidecar-injector f=FILE"}, extra...)
+		return append(args, more...)
 	}
+	run := command{env: env}
 	// "REVISION STATUS" of the newest revision.
 	status := func() string {
 		v, s := releaseState(t, command{env: []string{"HELM_NAMESPACE=" + ns}}, "stuck")
@@ -201,7 +243,7 @@ func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 		if flag != "" {
 			args = append(args, flag)
 		}
-		p := startHelmInject(t, nil, tmp, args...)
+		p := startHelmInject(t, env, tmp, args...)
 		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			return status() == pending, nil
 		})
@@ -221,7 +263,7 @@ func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 	if s := status(); s != "1 failed" {
 		t.Fatalf("after an interrupted install the release is %q, want 1 failed", s)
 	}
-	mustHelmInject(t, apply("--reset-values", "--wait", "--timeout", "2m")...)
+	run.mustRun(t, filepath.Join(binDir, "helm-inject"), apply("--reset-values", "--timeout", "2m")...)
 	if s := status(); s != "2 deployed" {
 		t.Fatalf("the apply after the interrupted install left %q, want 2 deployed", s)
 	}
@@ -233,7 +275,7 @@ func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 		t.Fatalf("after an interrupted upgrade the release is %q, want 3 failed", s)
 	}
 	mustHelm(t, "rollback", "stuck", "-n", ns, "--wait", "--timeout", "2m")
-	mustHelmInject(t, apply("--reset-values", "--wait", "--timeout", "2m")...)
+	run.mustRun(t, filepath.Join(binDir, "helm-inject"), apply("--reset-values", "--timeout", "2m")...)
 	if s := status(); s != "4 deployed" {
 		t.Fatalf("rollback and apply after the interrupted upgrade left %q, want 4 deployed", s)
 	}
@@ -246,8 +288,12 @@ func TestInterruptDuringInstallAndUpgrade(t *testing.T) {
 	if sel := deploymentNodeSelector(t, ns, "stuck"); len(sel) != 0 {
 		t.Errorf("after the rollback the Deployment still has nodeSelector %v", sel)
 	}
-	if w := workloads(t, mustHelm(t, "get", "manifest", "stuck", "-n", ns).stdout)["Deployment/stuck"]; !contains(w.containers, "sidecar") {
+	m := mustHelm(t, "get", "manifest", "stuck", "-n", ns).stdout
+	if w := workloads(t, m)["Deployment/stuck"]; !contains(w.containers, "sidecar") {
 		t.Errorf("final revision has containers %v", w.containers)
+	}
+	if got := strings.Contains(m, "generated-by-postrender.yaml"); got != postRendered {
+		t.Errorf("the final revision holds the post-renderer's output: %v, want %v:\n%s", got, postRendered, m)
 	}
 }
 

@@ -54,6 +54,10 @@ func (p execPostRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	var out, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, &out, &stderr
 	if err := cmd.Run(); err != nil {
+		if ctxErr := p.ctx.Err(); ctxErr != nil {
+			// Stopped by Ctrl-C or SIGTERM: say so, not "signal: killed".
+			return nil, fmt.Errorf("%s: interrupted: %w", p.path, ctxErr)
+		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			return nil, fmt.Errorf("%s: %w", p.path, err)

@@ -2,10 +2,12 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v4/pkg/cli"
@@ -133,6 +135,16 @@ func TestNewPostRenderer(t *testing.T) {
 	}
 	if _, err := pr.Run(bytes.NewBufferString(in)); err == nil || !strings.Contains(err.Error(), "produced no output") {
 		t.Errorf("a post-renderer that prints nothing: %v", err)
+	}
+	// Ctrl-C (a cancelled context) stops a running executable and says so.
+	writeExec(filepath.Join(bin, "slow"), `exec sleep 60`)
+	ctx, cancel := context.WithCancel(t.Context())
+	if pr, err = NewPostRenderer(ctx, settings, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := pr.Run(bytes.NewBufferString(in)); err == nil || !strings.Contains(err.Error(), "slow: interrupted: context canceled") {
+		t.Errorf("an interrupted post-renderer: %v", err)
 	}
 }
 
