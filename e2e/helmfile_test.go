@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
 	"github.com/helm-inject/helm-inject/internal/testenv"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -20,13 +23,20 @@ import (
 // the fixture injector.
 func helmfileRun(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return helmfileRunWith(t, helmBin(t), dir, args...)
+}
+
+// helmfileRunWith runs `helm-inject helmfile ARGS` in dir with realHelm as
+// the helm binary helmfile was told to use.
+func helmfileRunWith(t *testing.T, realHelm, dir string, args ...string) result {
+	t.Helper()
 	hf, err := testenv.Tool(cluster.ToolsBin, "helmfile")
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := []string{
 		"HELMFILE_BINARY=" + hf,
-		"HELMFILE_HELM_BINARY=" + helmBin(t),
+		"HELMFILE_HELM_BINARY=" + realHelm,
 		// helmfile keeps its own cache under HOME; keep it per test.
 		"HOME=" + t.TempDir(),
 	}
@@ -507,5 +517,89 @@ releases:
 	}
 	if out := mustHelmInject(t, "list", "-n", ns).stdout; !strings.Contains(out, "plainform") || strings.Contains(out, "untouched") {
 		t.Errorf("helm-inject list:\n%s", out)
+	}
+}
+
+// TestHelmfileWithHelm4: with helm 4 as the real helm, helmfile passes its
+// helm-4-only release fields as helm 4 flags (serverSide as --server-side,
+// forceConflicts as --force-conflicts, rollbackOnFailure as
+// --rollback-on-failure, trackMode helm-legacy as --wait=legacy), and the
+// shim acts on each of them for injected releases.
+func TestHelmfileWithHelm4(t *testing.T) {
+	ns := namespace(t)
+	api := filepath.Join(repoRoot(t), apiChart)
+	stuck := stuckChart(t)
+	state := func(level, nodeSelector string) string {
+		return fmt.Sprintf(`releases:
+- name: alpha
+  namespace: %[1]s
+  chart: %[2]s
+  injector: sidecar-injector f=FILE
+  serverSide: "true"
+  forceConflicts: true
+  set:
+  - name: logLevel
+    value: %[3]s
+- name: beta
+  namespace: %[1]s
+  chart: %[2]s
+  injector: sidecar-injector f=FILE
+  serverSide: "false"
+- name: gamma
+  namespace: %[1]s
+  chart: %[4]s
+  injector: sidecar-injector f=FILE
+  wait: true
+  trackMode: helm-legacy
+  timeout: 8
+  rollbackOnFailure: true
+%[5]s`, ns, api, level, stuck, nodeSelector)
+	}
+	helm4 := helm4Bin(t)
+	// With this selector no node fits: the wait cannot end.
+	nowhere := "  setString:\n  - name: nodeSelector.pool\n    value: nowhere\n"
+	dir := writeState(t, "helmfile.yaml", state("info", ""))
+	if r := helmfileRunWith(t, helm4, dir, "sync"); r.code != 0 {
+		t.Fatalf("sync:\n%s", r)
+	}
+	methods := map[string]string{"alpha": "ssa", "beta": "csa", "gamma": "ssa"}
+	for rel, want := range methods {
+		if got := storedRevisions(t, ns, rel)[1].ApplyMethod; got != want {
+			t.Errorf("%s revision 1 apply_method = %q, want %q", rel, got, want)
+		}
+		if c := liveContainers(t, ns, rel); !contains(c, "sidecar") {
+			t.Errorf("%s runs containers %v, want the sidecar", rel, c)
+		}
+	}
+
+	// Another field manager takes alpha's ConfigMap field "owner":
+	// helm 4's server-side upgrade conflicts with it unless forced.
+	cm := corev1ac.ConfigMap("alpha-config", ns).WithData(map[string]string{"owner": "someone-else"})
+	if _, err := clientset(t).CoreV1().ConfigMaps(ns).Apply(t.Context(), cm, metav1.ApplyOptions{FieldManager: "other", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	// gamma's upgrade asks for a node no one has: the wait times out and
+	// the upgrade is rolled back.
+	if err := os.WriteFile(filepath.Join(dir, "helmfile.yaml"), []byte(state("debug", nowhere)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := helmfileRunWith(t, helm4, dir, "sync")
+	if r.code == 0 {
+		t.Errorf("sync with gamma's upgrade timing out exited 0:\n%s", r)
+	}
+	if data := configMapData(t, ns, "alpha-config"); data["logLevel"] != "debug" || data["owner"] != "platform" {
+		t.Errorf("alpha-config after a forced server-side upgrade = %v, want logLevel debug and owner platform", data)
+	}
+	if got := storedRevisions(t, ns, "alpha")[2].ApplyMethod; got != "ssa" {
+		t.Errorf("alpha revision 2 apply_method = %q, want ssa", got)
+	}
+	if v, s := releaseState(t, command{env: []string{"HELM_NAMESPACE=" + ns}}, "gamma"); v != 3 || s != "deployed" {
+		t.Errorf("gamma after its upgrade timed out is revision %d %s, want 3 deployed (the rollback)", v, s)
+	}
+	if sel := deploymentNodeSelector(t, ns, "gamma"); len(sel) != 0 {
+		t.Errorf("gamma's Deployment after the rollback has nodeSelector %v", sel)
+	}
+	if !strings.Contains(r.stderr+r.stdout, "rollback-on-failure") {
+		t.Errorf("the output does not say gamma was rolled back:\n%s", r)
 	}
 }

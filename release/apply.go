@@ -144,7 +144,7 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
 	}
 	if current != nil && !a.DryRun {
-		d, err := decideRevision(p, revisionInputs{labels: a.Labels, forceUpgrade: a.ForceUpgrade})
+		d, err := decideRevision(p, revisionInputs{labels: a.Labels, forceUpgrade: a.ForceUpgrade, serverSide: a.ServerSide})
 		if err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}

@@ -26,6 +26,10 @@ type Diff struct {
 	// AllowUnreleased treats a release that does not exist as empty, so
 	// everything shows as added; without it that is an error.
 	AllowUnreleased bool
+	// ServerSide is helm-diff's --server-side, the apply method the apply
+	// would be given: "true" or "false" differing from the deployed
+	// revision's is a change, as for apply.
+	ServerSide string
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
@@ -85,7 +89,7 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	} else {
 		res.Installed = true
 	}
-	dec, err := decideRevision(p, revisionInputs{labels: d.Labels})
+	dec, err := decideRevision(p, revisionInputs{labels: d.Labels, serverSide: d.ServerSide})
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}

@@ -19,6 +19,9 @@ type revisionInputs struct {
 	// Helm's upgrade does.
 	labels       map[string]string
 	forceUpgrade bool
+	// serverSide is --server-side: "true" or "false" asks for an apply
+	// method; "auto" or "" keeps the release's.
+	serverSide string
 }
 
 // revisionDecision is what applying a plan would change.
@@ -65,6 +68,9 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 	if p.last != nil && (p.last.Version != current.Version || current.Info.Status != rcommon.StatusDeployed) {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("the newest revision %d is %s: apply applies again", p.last.Version, p.last.Info.Status))
 	}
+	if r := applyMethodReason(current, in.serverSide); r != "" {
+		d.Reasons = append(d.Reasons, r)
+	}
 	d.Reasons = append(d.Reasons, metadataReasons(current, p, len(d.Changes) > 0)...)
 	same, err := sameJSON(p.values, current.Config)
 	if err != nil {
@@ -83,6 +89,37 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 		}
 	}
 	return d, nil
+}
+
+// applyMethodReason says why an apply with --server-side=true or =false
+// applies again although nothing else changed: the deployed revision was
+// applied the other way (a revision without an apply method is helm 3's
+// client-side apply). helm 4 makes a new revision on every upgrade, so the
+// flag always takes effect there; here it must count as a change, or it
+// would be ignored for an unchanged release.
+func applyMethodReason(current *release.Release, serverSide string) string {
+	if serverSide != "true" && serverSide != "false" {
+		return ""
+	}
+	was := current.ApplyMethod
+	if was == "" {
+		was = string(release.ApplyMethodClientSideApply)
+	}
+	want := string(release.ApplyMethodClientSideApply)
+	if serverSide == "true" {
+		want = string(release.ApplyMethodServerSideApply)
+	}
+	if was == want {
+		return ""
+	}
+	return fmt.Sprintf("--server-side=%s: revision %d was applied %s, apply applies %s", serverSide, current.Version, applyMethodName(was), applyMethodName(want))
+}
+
+func applyMethodName(method string) string {
+	if method == string(release.ApplyMethodServerSideApply) {
+		return "server-side (ssa)"
+	}
+	return "client-side (csa)"
 }
 
 // metadataReasons describes how the temporary chart's metadata differs

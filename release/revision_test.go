@@ -55,6 +55,7 @@ func TestDecideRevision(t *testing.T) {
 		chart       map[string]string // files written into the chart first
 		fail        bool              // mark the newest revision failed first
 		failedOver  bool              // store a failed revision over the deployed one first
+		serverSide  string            // --server-side
 		wantChanges bool
 		wantReasons []string
 	}
@@ -80,6 +81,15 @@ func TestDecideRevision(t *testing.T) {
 		// takes the newest revision's.
 		{name: "a failed upgrade over the deployed revision", vals: map[string]any{"level": "debug", "unused": 1}, failedOver: true,
 			labels: map[string]string{"team": "b"}, wantReasons: []string{"the newest revision 10 is failed: apply applies again"}},
+		// An explicit apply method other than the deployed revision's
+		// applies again; the same one, or auto, does not.
+		{name: "--server-side=true on a server-side release", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "b"}, serverSide: "true"},
+		{name: "--server-side=false on a server-side release", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "b"}, serverSide: "false",
+			wantReasons: []string{"--server-side=false: revision 11 was applied server-side (ssa), apply applies client-side (csa)"}},
+		{name: "--server-side=false again", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "b"}, serverSide: "false"},
+		{name: "--server-side=auto on a client-side release", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "b"}, serverSide: "auto"},
+		{name: "--server-side=true on a client-side release", vals: map[string]any{"level": "debug", "unused": 1}, labels: map[string]string{"team": "b"}, serverSide: "true",
+			wantReasons: []string{"--server-side=true: revision 12 was applied client-side (csa), apply applies server-side (ssa)"}},
 	}
 	for _, s := range steps {
 		testfs.Write(t, dir, s.chart)
@@ -107,7 +117,7 @@ func TestDecideRevision(t *testing.T) {
 		src := load(t)
 		in := Inputs{Namespace: "shop", Injectors: &inject.Declared{}, Labels: s.labels}
 		d := NewDiff(cfg)
-		d.Inputs, d.AllowUnreleased = in, true
+		d.Inputs, d.AllowUnreleased, d.ServerSide = in, true, s.serverSide
 		dr, err := d.Run(t.Context(), "decide", src, s.vals)
 		if err != nil {
 			t.Fatalf("%s: diff: %v", s.name, err)
@@ -119,7 +129,7 @@ func TestDecideRevision(t *testing.T) {
 			t.Errorf("%s: reasons (-want +got)\n%s", s.name, diff)
 		}
 		a := NewApply(cfg)
-		a.Inputs, a.ForceUpgrade = in, s.force
+		a.Inputs, a.ForceUpgrade, a.ServerSide = in, s.force, s.serverSide
 		res, err := a.Run(t.Context(), "decide", src, s.vals)
 		if err != nil {
 			t.Fatalf("%s: apply: %v", s.name, err)

@@ -65,7 +65,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.opts.ForceReplace, "force-replace", false, "force resource updates by replacement, as helm 4")
 	f.BoolVar(&a.opts.ForceReplace, "force", false, "helm 3's name for --force-replace")
 	f.BoolVar(&a.opts.ForceConflicts, "force-conflicts", false, "with server-side apply, take over fields that other field managers own, as helm 4")
-	addServerSide(f, &a.opts.ServerSide)
+	addServerSide(f, &a.opts.ServerSide, serverSideUsage)
 	f.BoolVar(&a.opts.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
 	f.BoolVar(&a.opts.DisableOpenAPIValidation, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
 	f.BoolVar(&a.opts.TakeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")

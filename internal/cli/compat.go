@@ -198,6 +198,37 @@ func (s serverSideValue) Set(v string) error {
 	return fmt.Errorf("invalid server-side %q: want true, false or auto", v)
 }
 
-func addServerSide(f *pflag.FlagSet, mode *string) {
-	f.VarPF(serverSideValue{mode}, "server-side", "", "apply objects with server-side apply: true, false, or auto (an install applies server-side, an upgrade as the release's last revision did), as helm 4").NoOptDefVal = "true"
+// joinServerSide reads "--server-side VALUE" as "--server-side=VALUE"
+// when VALUE is true, false or auto: helm 4's upgrade (and helmfile, which
+// passes "--server-side" and its value as two arguments) spells it so,
+// while helm 4's install takes "--server-side" alone as true. pflag cannot
+// have both (a flag with a value for "alone" never takes the next
+// argument), so the two words are joined before parsing; nothing after
+// "--" is touched.
+func joinServerSide(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == "--server-side" && i+1 < len(args) {
+			switch v := args[i+1]; v {
+			case "true", "false", "auto":
+				out = append(out, a+"="+v)
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// serverSideUsage is --server-side's help on apply; diff's says what it
+// compares.
+const serverSideUsage = "apply objects with server-side apply: true, false, or auto (an install applies server-side, an upgrade as the release's last revision did), as helm 4; true or false on a release the other method deployed applies it again even when nothing else changed"
+
+func addServerSide(f *pflag.FlagSet, mode *string, usage string) {
+	f.VarPF(serverSideValue{mode}, "server-side", "", usage).NoOptDefVal = "true"
 }

@@ -38,6 +38,9 @@ type diffFlags struct {
 	dryRunMode    string
 	progress      string
 	render        renderFlags
+	// serverSide is helm-diff's --server-side (helmfile passes it with
+	// helm 4): the apply method the apply would be given.
+	serverSide string
 }
 
 func (d *diffFlags) add(cmd *cobra.Command) {
@@ -62,6 +65,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.StringSliceVarP(&d.apiVersions, "api-versions", "a", nil, "Kubernetes api versions added to Capabilities.APIVersions")
 	d.render.add(f, false)
 	f.StringToStringVarP(&d.inputs.Labels, "labels", "l", nil, "the --labels apply would be given: a change of the release's labels counts as a change")
+	addServerSide(f, &d.serverSide, "the apply method apply would be given (helm-diff's flag): true or false on a release the other method deployed counts as a change; auto (the default) follows the release")
 	addDryRun(f, &d.dryRunMode, "--dry-run=server is how diff always works (lookups reach the cluster); client (no cluster) is refused: use helm-inject template")
 	// helm-diff validates the new manifests against the cluster's OpenAPI
 	// schema unless told not to; diff renders and compares, and never sends
@@ -169,6 +173,7 @@ func (d *diffFlags) newDiff(l *loaded) (*release.Diff, error) {
 	df.Inputs = l.inputs
 	df.Render = rf
 	df.AllowUnreleased = d.unreleased || d.install
+	df.ServerSide = d.serverSide
 	return df, nil
 }
 

@@ -245,6 +245,8 @@ func diffFlagCases() (release.Diff, []diffFlagCase) {
 		{[]string{"--suppress-output-line-regex", "^.*image:", "--suppress-output-line-regex", "replicas"}, defaults, func(p *release.DiffPrintOptions) {
 			p.SuppressLines = []*regexp.Regexp{regexp.MustCompile("^.*image:"), regexp.MustCompile("replicas")}
 		}},
+		{[]string{"--server-side=false"}, with(func(d *release.Diff) { d.ServerSide = "false" }), nil},
+		{[]string{"--server-side"}, with(func(d *release.Diff) { d.ServerSide = "true" }), nil},
 		// No-ops (helm-diff's): diff never validates against the server.
 		{[]string{"--disable-validation"}, defaults, nil},
 		{[]string{"--disable-openapi-validation"}, defaults, nil},

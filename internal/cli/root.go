@@ -34,7 +34,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	settings := cli.New()
 	root := newRootCommandWith(settings, stdin, stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(joinServerSide(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0

@@ -138,6 +138,7 @@ func TestTemplateFlags(t *testing.T) {
 	for _, f := range [][]string{{"--create-namespace"}, {"--wait"}, {"--wait-for-jobs"}, {"--atomic"}, {"--force"}, {"--replace"},
 		{"--disable-openapi-validation"}, {"--take-ownership"}, {"--hide-notes"}, {"--skip-crds"}, {"--render-subchart-notes"},
 		{"--rollback-on-failure"}, {"--force-replace"}, {"--force-conflicts"}, {"--server-side"}, {"--server-side=false"},
+		{"--server-side", "false"}, {"--server-side", "auto"},
 		{"--wait=legacy"}, {"--timeout", "1m"}, {"--description", "x"}, {"--labels", "a=b"}, {"--adopt", "Deployment/x"}} {
 		if out, errOut, code := runCLI(t, append(slicesClone(base), f...)...); code != 0 || out != plain {
 			t.Errorf("template %v: exit %d, output differs: %v\n%s", f, code, out != plain, errOut)
