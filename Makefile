@@ -68,7 +68,7 @@ build:
 BENCH_SIZES ?= 10,100,500,2000
 BENCH_ROUNDS ?= 5
 bench:
-	bash hack/tools.sh etcd kubernetes helm
+	bash hack/tools.sh etcd kubernetes helm helm4
 	cd hack/bench && $(GO) vet . && $(GO) run . -sizes $(BENCH_SIZES) -rounds $(BENCH_ROUNDS)
 
 # The helmfile comparison: 10 and 30 releases of a 100-workload chart;

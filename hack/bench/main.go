@@ -163,7 +163,7 @@ func run(ctx context.Context) error {
 
 	b := &bench{
 		o: o, ctx: ctx, work: work,
-		helm: filepath.Join(tools, "helm"), helmInject: filepath.Join(bin, "helm-inject"),
+		helm: filepath.Join(tools, "helm"), helm4: filepath.Join(filepath.Dir(tools), "helm4", "helm"), helmInject: filepath.Join(bin, "helm-inject"),
 		injector: filepath.Join(bin, "sidecar-injector"), self: self,
 		environ: append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), env.Environ()...),
 	}
@@ -232,7 +232,9 @@ type bench struct {
 	ctx                              context.Context
 	work                             string
 	helm, helmInject, injector, self string
-	environ                          []string
+	// helm4 is the helm 4 CLI under the file name helm (hack/tools.sh).
+	helm4   string
+	environ []string
 }
 
 // method is one way of getting injected manifests (or an injected release).
@@ -288,6 +290,9 @@ func (b *bench) methods() []method {
 		}},
 		{key: "helm-upgrade", label: "helm upgrade --install", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helm, "upgrade", "--install", "plain", chart}, ns(n), set(r))
+		}},
+		{key: "helm4-upgrade", label: "helm 4 upgrade --install (server-side)", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helm4, "upgrade", "--install", "plain4", chart}, ns(n), set(r))
 		}},
 		{key: "helm-postrender", label: "helm upgrade --install --post-renderer injector", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helm, "upgrade", "--install", "postrendered", chart, "--post-renderer", b.injector,
@@ -410,9 +415,9 @@ func (res results) of(key string, n int, f func(sample) float64) float64 {
 func (b *bench) header() string {
 	var w strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&w, "Measured %s on %s/%s, %d CPUs (%s), %s; helm %s CLI, kube-apiserver from hack/versions.env; "+
+	fmt.Fprintf(&w, "Measured %s on %s/%s, %d CPUs (%s), %s; helm %s and %s CLIs, kube-apiserver from hack/versions.env; "+
 		"%d rounds per method and size after one warm-up round, methods in a different order every round.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), host, helmVersion(b.helm), b.o.rounds)
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), host, helmVersion(b.helm), helmVersion(b.helm4), b.o.rounds)
 	if len(b.o.only) > 0 {
 		fmt.Fprintf(&w, "Command: `cd hack/bench && go run . -sizes %s -rounds %d -methods %s` (a partial run, not saved).\n\n", joinInts(b.o.sizes), b.o.rounds, strings.Join(b.o.only, ","))
 	} else {
@@ -501,6 +506,8 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		{"apply, built-in ≤ 1.05x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", false, 1.05},
 		{"apply, external ≤ 1.10x helm upgrade --install", "hi-apply-ext", "helm-upgrade", false, 1.10},
 		{"(reference) --post-renderer vs helm upgrade --install", "helm-postrender", "helm-upgrade", false, 0},
+		{"(reference) helm 4 upgrade --install vs helm upgrade --install", "helm4-upgrade", "helm-upgrade", false, 0},
+		{"(reference) apply, built-in vs helm 4 upgrade --install", "hi-apply-builtin", "helm4-upgrade", false, 0},
 		{"peak RSS of template, built-in ≤ 1.5x helm template", "hi-template-builtin", "helm-template", true, 1.5},
 		{"peak RSS of template, external ≤ 1.5x helm template \\| injector", "hi-template-ext", "helm-template-pipe", true, 1.5},
 		{"peak RSS of apply, built-in ≤ 1.5x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", true, 1.5},
