@@ -59,6 +59,7 @@ func TestShimAnswersDependencyBuildWithNothingToBuild(t *testing.T) {
 		{"global flag before the verb", []string{"--kube-context", "ctx", "dependency", "build", noDeps}, true},
 		{"flag with its value after =", []string{"dependency", "build", "--keyring=k.gpg", noDeps}, true},
 		{"alias", []string{"dep", "build", noDeps}, true},
+		{"plural alias", []string{"dependencies", "build", noDeps}, true},
 		{"declared dependencies", []string{"dependency", "build", deps}, false},
 		{"empty dependency list (helm writes a lock)", []string{"dependency", "build", emptyDeps}, false},
 		{"lock file", []string{"dependency", "build", locked}, false},

@@ -273,6 +273,7 @@ func TestTranslateReferences(t *testing.T) {
 - common.yaml
 - "env/*.yaml"
 - git::https://example.com/org/repo.git@base.yaml?ref=v1
+- team/defaults.yaml
 helmfiles:
 - apps/helmfile.yaml   # the apps
 - path: 'more/helmfile.yaml'
@@ -285,6 +286,9 @@ releases:
 		"common.yaml":        "releases:\n- name: c\n  chart: ./charts/c\n  injector: my-injector FILE\n",
 		"apps/helmfile.yaml": "bases:\n- ../common.yaml\n- helmfile.yaml\nreleases:\n- name: a\n  chart: ../charts/a\n  injectors:\n  - inject: my-injector FILE\n",
 		"more/helmfile.yaml": "releases:\n- name: m\n  chart: ../charts/m\n",
+		// A second item of a different length: each item is found at the
+		// first item's indentation.
+		"team/defaults.yaml": "helmDefaults:\n  injector: team-injector FILE\n",
 	}
 	testfs.Write(t, dir, files)
 	tr := &translation{}
@@ -303,13 +307,15 @@ releases:
 	text := read(top)
 	common, _ := filepath.Glob(filepath.Join(dir, ".helm-inject-*-common.yaml"))
 	apps, _ := filepath.Glob(filepath.Join(dir, "apps", ".helm-inject-*-helmfile.yaml"))
-	if len(common) != 1 || len(apps) != 1 {
-		t.Fatalf("translated copies: common %v, apps %v; want one each", common, apps)
+	defaults, _ := filepath.Glob(filepath.Join(dir, "team", ".helm-inject-*-defaults.yaml"))
+	if len(common) != 1 || len(apps) != 1 || len(defaults) != 1 {
+		t.Fatalf("translated copies: common %v, apps %v, team/defaults %v; want one each", common, apps, defaults)
 	}
 	for _, want := range []string{
 		"- " + filepath.Base(common[0]) + "\n",
 		"- \"env/*.yaml\"\n",
 		"- git::https://example.com/org/repo.git@base.yaml?ref=v1\n",
+		"- team/" + filepath.Base(defaults[0]) + "\n",
 		"- apps/" + filepath.Base(apps[0]) + "   # the apps\n",
 		"- path: 'more/helmfile.yaml'\n  values:\n  - common.yaml\n",
 	} {
@@ -466,5 +472,27 @@ func TestPreflightFlags(t *testing.T) {
 		"--state-values-set", "x=1", "--strip-args-values-on-exit-error=false"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestTranslateFieldPosition: in a .yaml state file the post-renderer
+// fields take the place of the first injector or post-renderer field, so
+// a reader finds them where the injector was.
+func TestTranslateFieldPosition(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"injector first", "releases:\n- injector: x FILE\n  name: a\n  postRendererArgs: [y]\n  chart: c\n",
+			"releases:\n  - postRenderer: helm-inject\n    postRendererArgs:\n      - \"--injector-dir\"\n      - \"/d\"\n      - \"--injector\"\n      - \"x FILE\"\n      - \"--post-renderer-args\"\n      - \"y\"\n    name: a\n    chart: c\n"},
+		{"injector after name", "releases:\n- name: a\n  injector: x FILE\n  chart: c\n",
+			"releases:\n  - name: a\n    postRenderer: helm-inject\n    postRendererArgs:\n      - \"--injector-dir\"\n      - \"/d\"\n      - \"--injector\"\n      - \"x FILE\"\n    chart: c\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, changed, err := Translate("h.yaml", tt.in, "/d")
+			if err != nil || !changed {
+				t.Fatalf("changed %v, err %v", changed, err)
+			}
+			if diff := cmp.Diff(tt.want, out); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
 	}
 }

@@ -245,7 +245,7 @@ var flagEffectsElsewhere = map[string]map[string]string{
 		"hide-secret":              "TestHelmRenderFlags",
 		"insecure-skip-tls-verify": "TestTemplateChartDownloadFlags",
 		"key-file":                 "TestTemplateChartDownloadFlags",
-		"keyring":                  "TestTemplateChartDownloadFlags",
+		"keyring":                  "TestTemplateVerifiesWithTheKeyring",
 		"kube-context":             "TestGlobalFlagsParse",
 		"kubeconfig":               "TestGlobalFlagsReachTheAPIServer",
 		"namespace":                "TestNamespacesLikeHelm",

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,9 +24,12 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/getter"
+	"helm.sh/helm/v4/pkg/provenance"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // writePEM writes a PEM block to a file in dir and returns its path.
@@ -112,8 +116,7 @@ func chartServer(t *testing.T) (url, caFile, certFile, keyFile string) {
 // TestTemplateChartDownloadFlags: template fetches a chart with helm's
 // repository flags, each of which the download needs: --repo, --ca-file
 // (or --insecure-skip-tls-verify), --cert-file and --key-file, --username
-// and --password, --pass-credentials, --version and --devel; --verify
-// uses --keyring.
+// and --password, --pass-credentials, --version and --devel.
 func TestTemplateChartDownloadFlags(t *testing.T) {
 	url, ca, cert, key := chartServer(t)
 	home := t.TempDir()
@@ -150,10 +153,11 @@ func TestTemplateChartDownloadFlags(t *testing.T) {
 		{"without --cert-file and --key-file", without("--cert-file", "--key-file"), "certificate", false},
 		{"without --password", without("--password"), "401", false},
 		{"without --pass-credentials", without("--pass-credentials"), "401", false},
-		// helm 4's downloader fetches the provenance file before it reads
-		// the keyring, and without the client certificate this server
-		// wants: --verify refuses the chart there.
-		{"--verify --keyring", append(slicesClone(full), "--verify", "--keyring", filepath.Join(home, "missing.gpg")), `failed to fetch provenance "https://localhost`, false},
+		// helm 4's downloader fetches the provenance file without the
+		// client certificate this server wants: --verify refuses the
+		// chart there (TestTemplateVerifiesWithTheKeyring shows --verify
+		// and --keyring on a repository that lets it).
+		{"--verify", append(slicesClone(full), "--verify", "--keyring", filepath.Join(home, "missing.gpg")), `failed to fetch provenance "https://localhost`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,5 +200,95 @@ func TestTemplateChartDownloadFlags(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "template", "r", "fixtures/demo", "--repository-cache", cache); code == 0 || !strings.Contains(errOut, "fixtures") {
 		t.Errorf("without --repository-config the repository was found: exit %d: %s", code, errOut)
+	}
+}
+
+// signedChartServer serves, over plain HTTP, a repository whose chart demo
+// 1.0.0 is signed by a new key; it returns the repository's URL, a keyring
+// with that key's public half, and a keyring with another key only.
+func signedChartServer(t *testing.T) (url, goodRing, otherRing string) {
+	t.Helper()
+	dir := t.TempDir()
+	charts := filepath.Join(dir, "charts")
+	ch := &chart.Chart{
+		Metadata:  &chart.Metadata{APIVersion: "v2", Name: "demo", Version: "1.0.0"},
+		Templates: []*common.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n")}},
+	}
+	archive, err := chartutil.Save(ch, charts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := func(name string) (*openpgp.Entity, string) {
+		e, err := openpgp.NewEntity(name, "", name+"@example.com", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := e.Serialize(&b); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name+".gpg")
+		if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return e, p
+	}
+	signer, goodRing := ring("signer")
+	_, otherRing = ring("stranger")
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := sigsyaml.Marshal(ch.Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := (&provenance.Signatory{Entity: signer, KeyRing: openpgp.EntityList{signer}}).ClearSign(data, filepath.Base(archive), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archive+".prov", []byte(sig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(charts)))
+	t.Cleanup(srv.Close)
+	idx, err := repo.IndexDirectory(charts, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(charts, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL, goodRing, otherRing
+}
+
+// TestTemplateVerifiesWithTheKeyring: --verify checks the chart's
+// provenance against the keys of --keyring: the signer's keyring passes,
+// a keyring without the signer's key refuses the chart, and so does a
+// keyring file that is not there.
+func TestTemplateVerifiesWithTheKeyring(t *testing.T) {
+	url, good, other := signedChartServer(t)
+	home := t.TempDir()
+	t.Setenv("HELM_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("HELM_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("HELM_DATA_HOME", filepath.Join(home, "data"))
+	for _, tt := range []struct {
+		name, keyring, want string
+		ok                  bool
+	}{
+		{"the signer's key", good, "name: demo", true},
+		{"another key", other, "openpgp: signature made by unknown entity", false},
+		{"no keyring file", filepath.Join(home, "missing.gpg"), "missing.gpg", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "template", "r", "demo", "--repo", url, "--verify", "--keyring", tt.keyring)
+			if (code == 0) != tt.ok || !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("exit %d, want success %v and %q in:\n%s%s", code, tt.ok, tt.want, out, errOut)
+			}
+		})
+	}
+	// Without --verify the keyring is not read.
+	if out, errOut, code := runCLI(t, "template", "r", "demo", "--repo", url, "--keyring", other); code != 0 {
+		t.Errorf("without --verify: exit %d\n%s%s", code, out, errOut)
 	}
 }
