@@ -496,3 +496,43 @@ func TestTranslateFieldPosition(t *testing.T) {
 		})
 	}
 }
+
+// TestTranslateGotmplShapes: .gotmpl state files in the shapes YAML
+// allows: helmDefaults as the first line, an injector as a release item's
+// first key, injectors as a flow list (on one line or continued), lines
+// before the first top-level key (which belong to nothing), blank lines
+// after an injectors list (kept), and the errors with their line.
+func TestTranslateGotmplShapes(t *testing.T) {
+	args := func(a ...string) string {
+		return "  postRendererArgs:\n    - \"--injector-dir\"\n    - \"/d\"\n" + strings.Join(a, "")
+	}
+	for _, tt := range []struct{ name, in, want, err string }{
+		{"helmDefaults first", "helmDefaults:\n  injector: x FILE\n",
+			"helmDefaults:\n  postRenderer: helm-inject\n" + args(`    - "--injector"`+"\n", "    - x FILE\n"), ""},
+		{"injector as the item's first key", "releases:\n- injector: x FILE\n  name: a\n",
+			"releases:\n- postRenderer: helm-inject\n" + args(`    - "--injector"`+"\n", "    - x FILE\n") + "  name: a\n", ""},
+		{"flow list on one line", "releases:\n- name: a\n  injectors: [{inject: \"x FILE\"}]\n",
+			"releases:\n- name: a\n  postRenderer: helm-inject\n" + args(`    - "--inject"`+"\n", `    - "x FILE"`+"\n"), ""},
+		{"flow list continued", "releases:\n- name: a\n  injectors: [{inject: some-long-injector FILE},\n      {inject: other FILE}]\n\n- name: b\n",
+			"releases:\n- name: a\n  postRenderer: helm-inject\n" + args(`    - "--inject"`+"\n", `    - "some-long-injector FILE"`+"\n", `    - "--inject"`+"\n", `    - "other FILE"`+"\n") + "\n- name: b\n", ""},
+		{"before the first top-level key", " injector: x FILE\nreleases:\n- name: a\n", " injector: x FILE\nreleases:\n- name: a\n", ""},
+		{"not a list", "releases:\n- name: a\n  injectors:\n    inject: x\n", "", "h.yaml.gotmpl:3: injectors: must be a list: not a list"},
+		{"an item without a spec", "releases:\n- name: a\n  chart: c\n  injectors:\n  - params: {a: b}\n", "", "h.yaml.gotmpl:4: injectors item 1 needs one of inject, injector or with"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := Translate("h.yaml.gotmpl", tt.in, "/d")
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, out); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}

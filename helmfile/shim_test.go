@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,5 +228,77 @@ func TestParseCallGlobalFlags(t *testing.T) {
 		if diff := cmp.Diff(tt.rest, c.Rest, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("ParseCall(%q): rest (-want +got)\n%s", tt.args, diff)
 		}
+	}
+}
+
+// versionOnlyAPIServer serves /version only, enough for helm's reachability
+// check; with HELM_DRIVER=memory nothing else is asked of it. It returns a
+// kubeconfig for it.
+func versionOnlyAPIServer(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/version" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"major":"1","minor":"37","gitVersion":"v1.37.0"}`)
+	}))
+	t.Cleanup(srv.Close)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + srv.URL +
+		"\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// TestShimAnswersListInARun: inside a helmfile run whose real helm is
+// Helm 3, `list`/`ls` in helmfile's form is answered with helm's table
+// (here of an empty release store); outside a run, with a Helm 4 real
+// helm, with a flag it does not know, --debug or a second argument, the
+// real helm answers.
+func TestShimAnswersListInARun(t *testing.T) {
+	t.Setenv(EnvRealHelm, fakeRealHelm(t))
+	t.Setenv(envPassThroughDepth, "")
+	t.Setenv("HELM_DRIVER", "memory")
+	kc := versionOnlyAPIServer(t)
+	withV3 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(withV3, realHelmV3Marker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	helmfileList := []string{"--kubeconfig", kc, "--filter", "^api$", "--namespace", "ns", "--uninstalling", "--deployed", "--failed", "--pending"}
+	header := []string{"NAME", "NAMESPACE", "REVISION", "UPDATED", "STATUS", "CHART", "APP", "VERSION"}
+	for _, tt := range []struct {
+		name     string
+		run      string
+		args     []string
+		answered bool
+	}{
+		{"list in a run", withV3, slices.Concat([]string{"list"}, helmfileList), true},
+		{"ls in a run", withV3, slices.Concat([]string{"ls"}, helmfileList), true},
+		{"a filter that is not one name", withV3, []string{"list", "--kubeconfig", kc, "--filter", "api|web", "-n", "ns"}, true},
+		{"outside a run", "", slices.Concat([]string{"list"}, helmfileList), false},
+		{"real helm not Helm 3", t.TempDir(), slices.Concat([]string{"list"}, helmfileList), false},
+		{"another verb", withV3, slices.Concat([]string{"history"}, helmfileList), false},
+		{"a flag list does not answer", withV3, slices.Concat([]string{"list", "--output", "json"}, helmfileList), false},
+		{"--debug", withV3, slices.Concat([]string{"list", "--debug"}, helmfileList), false},
+		{"an argument", withV3, slices.Concat([]string{"list", "extra"}, helmfileList), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(release.EnvPlanCache, tt.run)
+			var out bytes.Buffer
+			code := Shim(t.Context(), tt.args, nil, &out, io.Discard, nil)
+			realHelm := strings.Contains(out.String(), "arg: "+tt.args[0]+"\n")
+			if code != 0 || realHelm == tt.answered {
+				t.Fatalf("exit %d, answered by the real helm %v, want %v:\n%s", code, realHelm, !tt.answered, out.String())
+			}
+			if tt.answered {
+				if diff := cmp.Diff(header, strings.Fields(out.String())); diff != "" {
+					t.Errorf("helm's list table of no releases (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }

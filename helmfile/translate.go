@@ -245,6 +245,12 @@ func translateText(file, text, dir string) (string, bool, error) {
 				}
 				break
 			}
+			// Blank lines after the list are not the list's: they are
+			// copied as they are (the file's last newline too).
+			for j > i+1 && strings.TrimSpace(lines[j-1]) == "" {
+				j--
+				block = block[:len(block)-1]
+			}
 			joined := strings.Join(block, "\n")
 			if strings.Contains(joined, "{{") {
 				return "", false, fmt.Errorf("%s:%d: injectors: may not contain template actions; use injector: (one spec, which may), or postRendererArgs", file, i+1)
