@@ -304,6 +304,9 @@ func (b *bench) methods() []method {
 		{key: "hi-apply-builtin", label: "helm-inject apply, built-in", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "builtin", chart}, builtin, ns(n), set(r))
 		}},
+		{key: "hi-apply-builtin-csa", label: "helm-inject apply, built-in, --server-side=false", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helmInject, "apply", "builtin-csa", chart, "--server-side=false"}, builtin, ns(n), set(r))
+		}},
 	}
 	if len(b.o.only) == 0 {
 		return all
@@ -508,6 +511,7 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		{"(reference) --post-renderer vs helm upgrade --install", "helm-postrender", "helm-upgrade", false, 0},
 		{"(reference) helm 4 upgrade --install vs helm upgrade --install", "helm4-upgrade", "helm-upgrade", false, 0},
 		{"(reference) apply, built-in vs helm 4 upgrade --install", "hi-apply-builtin", "helm4-upgrade", false, 0},
+		{"(reference) apply, built-in, --server-side=false vs helm upgrade --install", "hi-apply-builtin-csa", "helm-upgrade", false, 0},
 		{"peak RSS of template, built-in ≤ 1.5x helm template", "hi-template-builtin", "helm-template", true, 1.5},
 		{"peak RSS of template, external ≤ 1.5x helm template \\| injector", "hi-template-ext", "helm-template-pipe", true, 1.5},
 		{"peak RSS of apply, built-in ≤ 1.5x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", true, 1.5},
