@@ -515,6 +515,8 @@ func TestTranslateGotmplShapes(t *testing.T) {
 			"releases:\n- name: a\n  postRenderer: helm-inject\n" + args(`    - "--inject"`+"\n", `    - "x FILE"`+"\n"), ""},
 		{"flow list continued", "releases:\n- name: a\n  injectors: [{inject: some-long-injector FILE},\n      {inject: other FILE}]\n\n- name: b\n",
 			"releases:\n- name: a\n  postRenderer: helm-inject\n" + args(`    - "--inject"`+"\n", `    - "some-long-injector FILE"`+"\n", `    - "--inject"`+"\n", `    - "other FILE"`+"\n") + "\n- name: b\n", ""},
+		{"an indented list with a blank line", "releases:\n- name: a\n  injectors:\n      - inject: x FILE\n\n      - with: sidecar@1\n        params: {p: v}\n- name: b\n",
+			"releases:\n- name: a\n  postRenderer: helm-inject\n" + args(`    - "--inject"`+"\n", `    - "x FILE"`+"\n", `    - "--with"`+"\n", `    - "sidecar@1"`+"\n", `    - "--with-set"`+"\n", `    - "sidecar.p=v"`+"\n") + "- name: b\n", ""},
 		{"before the first top-level key", " injector: x FILE\nreleases:\n- name: a\n", " injector: x FILE\nreleases:\n- name: a\n", ""},
 		{"not a list", "releases:\n- name: a\n  injectors:\n    inject: x\n", "", "h.yaml.gotmpl:3: injectors: must be a list: not a list"},
 		{"an item without a spec", "releases:\n- name: a\n  chart: c\n  injectors:\n  - params: {a: b}\n", "", "h.yaml.gotmpl:4: injectors item 1 needs one of inject, injector or with"},

@@ -256,7 +256,8 @@ func translateText(file, text, dir string) (string, bool, error) {
 				return "", false, fmt.Errorf("%s:%d: injectors: may not contain template actions; use injector: (one spec, which may), or postRendererArgs", file, i+1)
 			}
 			var list yaml.Node
-			err := yaml.Unmarshal([]byte(dedent(joined)), &list)
+			// YAML reads a block indented as a whole as it reads it unindented.
+			err := yaml.Unmarshal([]byte(joined), &list)
 			if err == nil && (len(list.Content) != 1 || list.Content[0].Kind != yaml.SequenceNode) {
 				err = errors.New("not a list")
 			}
@@ -391,25 +392,6 @@ func injectorsArgs(file string, line int, items []*yaml.Node) ([]string, error) 
 		}
 	}
 	return args, nil
-}
-
-func dedent(s string) string {
-	lines := strings.Split(s, "\n")
-	least := -1
-	for _, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if ind := len(l) - len(strings.TrimLeft(l, " ")); least < 0 || ind < least {
-			least = ind
-		}
-	}
-	for i, l := range lines {
-		if len(l) >= least && least > 0 {
-			lines[i] = l[least:]
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // quote makes a YAML double-quoted scalar.
