@@ -22,7 +22,13 @@ after tests were added for them, this brings a report up to date without
 a whole new gremlins run (a killed mutant stays killed: tests were only
 added).
 
-Usage: hack/mutation-recheck.py [--lived] PKG REPORT.json
+With --lived-only, only the lived ones are run again (a quick update
+after tests were added; not-covered and timed-out mutants that loop
+without end each cost the whole timeout).
+
+$RECHECK_TIMEOUT (default 10m) is go test's -timeout for each run.
+
+Usage: hack/mutation-recheck.py [--lived | --lived-only] PKG REPORT.json
 """
 import json
 import os
@@ -52,10 +58,13 @@ def operator_at(line, col):
 
 def main():
     args = sys.argv[1:]
-    lived = "--lived" in args
-    args = [a for a in args if a != "--lived"]
+    lived_only = "--lived-only" in args
+    lived = "--lived" in args or lived_only
+    args = [a for a in args if a not in ("--lived", "--lived-only")]
     pkg, report = args[0], args[1]
     statuses = {"NOT COVERED", "TIMED OUT", "LIVED"} if lived else {"NOT COVERED", "TIMED OUT"}
+    if lived_only:
+        statuses = {"LIVED"}
     counter = {"NOT COVERED": "mutants_not_covered", "LIVED": "mutants_lived", "TIMED OUT": "mutants_timed_out"}
     r = json.load(open(report))
     for f in r.get("files", []):
@@ -82,7 +91,7 @@ def main():
                 # not viable, as gremlins counts it, and no test's kill.
                 build = subprocess.run(["go", "vet", "./" + pkg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 res = build if build.returncode != 0 else subprocess.run(
-                    ["go", "test", "-count=1", "-timeout", "10m", "./" + pkg],
+                    ["go", "test", "-count=1", "-timeout", os.environ.get("RECHECK_TIMEOUT", "10m"), "./" + pkg],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             finally:
                 shutil.move(backup, path)
@@ -103,7 +112,10 @@ def main():
                 print(f"  recheck: LIVED (ended when run alone) {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
             else:
                 print(f"  recheck: still {before} {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
-    r["rechecked"] = "not covered, timed out and lived" if lived else "not covered and timed out"
+    if lived_only:
+        r["rechecked"] = "lived"
+    else:
+        r["rechecked"] = "not covered, timed out and lived" if lived else "not covered and timed out"
     json.dump(r, open(report, "w"), indent=1)
 
 
