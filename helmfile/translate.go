@@ -224,33 +224,7 @@ func translateText(file, text, dir string) (string, bool, error) {
 			}
 			args = []string{quote("--injector"), value}
 		case "injectors":
-			// Collect the block below: lines indented deeper than the key
-			// (or list items at the key's own indentation, YAML's compact
-			// form), until the next key of the release.
-			var block []string
-			if value != "" && !strings.HasPrefix(value, "#") {
-				block = append(block, value)
-			}
-			j := i + 1
-			for ; j < len(lines); j++ {
-				l := lines[j]
-				if strings.TrimSpace(l) == "" {
-					block = append(block, l)
-					continue
-				}
-				ind := len(l) - len(strings.TrimLeft(l, " "))
-				if ind > len(keyIndent) || (ind == len(keyIndent) && strings.HasPrefix(strings.TrimLeft(l, " "), "- ")) {
-					block = append(block, l)
-					continue
-				}
-				break
-			}
-			// Blank lines after the list are not the list's: they are
-			// copied as they are (the file's last newline too).
-			for j > i+1 && strings.TrimSpace(lines[j-1]) == "" {
-				j--
-				block = block[:len(block)-1]
-			}
+			block, j := injectorsBlock(lines, i, value, len(keyIndent))
 			joined := strings.Join(block, "\n")
 			if strings.Contains(joined, "{{") {
 				return "", false, fmt.Errorf("%s:%d: injectors: may not contain template actions; use injector: (one spec, which may), or postRendererArgs", file, i+1)
@@ -392,6 +366,38 @@ func injectorsArgs(file string, line int, items []*yaml.Node) ([]string, error) 
 		}
 	}
 	return args, nil
+}
+
+// injectorsBlock collects the text of the injectors: field on line i: its
+// value on the same line, then the lines below indented deeper than the
+// key (or list items at the key's own indentation, YAML's compact form),
+// until the next key of the release. It returns the lines and the index of
+// the first line after them; blank lines after the list are not the
+// list's (they are copied as they are, the file's last newline too).
+func injectorsBlock(lines []string, i int, value string, keyIndent int) ([]string, int) {
+	var block []string
+	if value != "" && !strings.HasPrefix(value, "#") {
+		block = append(block, value)
+	}
+	j := i + 1
+	for ; j < len(lines); j++ {
+		l := lines[j]
+		if strings.TrimSpace(l) == "" {
+			block = append(block, l)
+			continue
+		}
+		ind := len(l) - len(strings.TrimLeft(l, " "))
+		if ind > keyIndent || (ind == keyIndent && strings.HasPrefix(strings.TrimLeft(l, " "), "- ")) {
+			block = append(block, l)
+			continue
+		}
+		break
+	}
+	for j > i+1 && strings.TrimSpace(lines[j-1]) == "" {
+		j--
+		block = block[:len(block)-1]
+	}
+	return block, j
 }
 
 // quote makes a YAML double-quoted scalar.
