@@ -29,9 +29,17 @@ diff=${DIFF:-}
 
 if [[ -n $diff ]]; then
   status=0
+  # gremlins v0.6.0 names a mutant's file relative to the package folder
+  # (plan.go) but takes the changed lines from `git diff`, which names them
+  # relative to the repository (release/plan.go): run from a folder other
+  # than the root, no file matches and every mutant is skipped. So it runs
+  # inside the package's folder, given as an absolute path (a relative one
+  # is not found in a module), with git's diff.relative set, which makes
+  # `git diff` name files relative to that folder.
   for p in "${packages[@]}"; do
     echo "== $p (lines changed since $diff)"
-    "$gremlins" unleash "./$p" --workers "$workers" --diff "$diff" -S lct || status=1
+    (cd "$repo/$p" && GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=diff.relative GIT_CONFIG_VALUE_0=true \
+      "$gremlins" unleash "$repo/$p" --workers "$workers" --timeout-coefficient 20 --diff "$diff" -S lct) || status=1
   done
   exit $status
 fi
