@@ -60,13 +60,19 @@ func ReadPolicy(getenv func(string) string) (Policy, error) {
 // application must be inside it, and a built-in injector needs the app's
 // pins file.
 func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) ([]string, error) {
-	fail := func(err error) ([]string, error) { return nil, fmt.Errorf("application %s: %w", r.Release, err) }
+	if r.Release == "" {
+		return nil, fmt.Errorf("%s is not set and no %q parameter is given: helm-inject argocd generate runs as an Argo CD plugin (set it to the release name to run it by hand)", EnvAppName, ParamReleaseName)
+	}
+	fail := func(err error) ([]string, error) { return nil, fmt.Errorf("%s: %w", r.app(), err) }
 	root, chart, err := r.chart(appDir)
 	if err != nil {
 		return fail(err)
 	}
 	p := r.Params
-	args := []string{"template", "--include-crds"}
+	args := []string{"template"}
+	if !p.SkipCRDs {
+		args = append(args, "--include-crds")
+	}
 	if r.Namespace != "" {
 		args = append(args, "--namespace", r.Namespace)
 	}
@@ -76,10 +82,43 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 	for _, v := range r.APIVersions {
 		args = append(args, "--api-versions", v)
 	}
+	values, err := r.valuesArgs(root, appDir, inlineValues)
+	if err != nil {
+		return fail(err)
+	}
+	args = append(args, values...)
+	injectors, err := r.injectorArgs(root, appDir, pol)
+	if err != nil {
+		return fail(err)
+	}
+	args = append(args, injectors...)
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{{p.SkipInjectHooks, "--skip-inject-hooks"}, {p.SkipInjectTests, "--skip-inject-tests"}, {p.SkipTests, "--skip-tests"}, {p.SkipSchema, "--skip-schema-validation"}} {
+		if f.on {
+			args = append(args, f.flag)
+		}
+	}
+	// Positionals after "--": a release or chart that starts with "-" is
+	// never taken for a flag.
+	return append(args, "--", r.Release, chart), nil
+}
+
+// valuesArgs are the flags of the values: the values files (a missing one
+// left out under ignore-missing-value-files, as Argo CD does; one outside
+// the repository refused either way), the inline values, --set,
+// --set-string and --set-file.
+func (r *Request) valuesArgs(root, appDir, inlineValues string) ([]string, error) {
+	p := r.Params
+	var args []string
 	for _, f := range p.ValuesFiles {
 		real, err := inRepo(root, appDir, "values file", f)
+		if p.IgnoreMissingValues && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		args = append(args, "--values", real)
 	}
@@ -88,21 +127,39 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 	}
 	args = appendSet(args, "--set", p.Set)
 	args = appendSet(args, "--set-string", p.SetString)
+	for _, k := range slices.Sorted(maps.Keys(p.SetFile)) {
+		real, err := inRepo(root, appDir, "set-file "+k, p.SetFile[k])
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--set-file", k+"="+real)
+	}
+	return args, nil
+}
+
+// injectorArgs are the flags of the injectors: the application's own
+// (each program allowed by the operator), the operator's named ones, and
+// the built-in ones at their pinned versions. A pins file that pins an
+// injector the application no longer names is an error: dropping "with"
+// must not silently take the sidecars away.
+func (r *Request) injectorArgs(root, appDir string, pol Policy) ([]string, error) {
+	p := r.Params
+	var args []string
 	for _, spec := range p.Injector {
 		if err := pol.allow(spec, inject.ParseSpec); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		args = append(args, "--injector", spec)
 	}
 	for _, line := range p.Inject {
 		if err := pol.allow(line, inject.ParseCommand); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		args = append(args, "--inject", line)
 	}
 	named, err := pol.operatorInjectors(p.OperatorInjector, p.OperatorInjectorSet)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	for _, line := range named {
 		args = append(args, "--inject", line)
@@ -110,22 +167,47 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 	if len(p.With) > 0 {
 		builtins, err := r.builtinArgs(root, appDir, pol)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		args = append(args, builtins...)
 	}
-	if p.SkipInjectHooks {
-		args = append(args, "--skip-inject-hooks")
+	return args, r.checkPinsUsed(root, appDir)
+}
+
+// checkPinsUsed refuses a pins file that pins an injector "with" does not
+// name.
+func (r *Request) checkPinsUsed(root, appDir string) error {
+	path, err := inRepo(root, appDir, "pins file", inject.PinsFileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	if p.SkipInjectTests {
-		args = append(args, "--skip-inject-tests")
+	if err != nil {
+		return err
 	}
-	if p.SkipTests {
-		args = append(args, "--skip-tests")
+	pins, err := inject.ReadPins(path)
+	if err != nil {
+		return err
 	}
-	// Positionals after "--": a release or chart that starts with "-" is
-	// never taken for a flag.
-	return append(args, "--", r.Release, chart), nil
+	named := map[string]bool{}
+	for _, w := range r.Params.With {
+		name, _, _ := strings.Cut(w, "@")
+		named[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(pins)) {
+		if !named[name] {
+			return fmt.Errorf("%s pins the built-in injector %s, which the %q parameter does not name: add %s@%s to %q, or run \"helm-inject argocd pin\" without it and commit the file (the injector is not dropped silently)",
+				inject.PinsFileName, name, ParamWith, name, pinConstraint(pins[name]), ParamWith)
+		}
+	}
+	return nil
+}
+
+// pinConstraint is the constraint a pin was made with, else its version.
+func pinConstraint(p inject.Pin) string {
+	if p.Constraint != "" {
+		return p.Constraint
+	}
+	return p.Version
 }
 
 // chart returns the repository's root and the application's chart (the
@@ -133,7 +215,7 @@ func (r *Request) TemplateArgs(appDir string, pol Policy, inlineValues string) (
 // resolves to, refusing one outside the repository. A kustomization must
 // build from the repository alone (chartify.CheckKustomizationLocal).
 func (r *Request) chart(appDir string) (root, chart string, err error) {
-	if root, err = repoRoot(appDir, r.SourcePath); err != nil {
+	if root, err = repoRoot(appDir, r.SourcePath, r.CMPWorkDir); err != nil {
 		return "", "", err
 	}
 	if chart = r.Params.Chart; chart == "" {
@@ -238,21 +320,55 @@ func (pol Policy) allow(spec string, parse func(string) (*inject.Command, error)
 	return nil
 }
 
-// appendSet adds key=value flags in key order, escaping commas in values
-// as Argo CD's own Helm support does (helm splits --set on commas).
+// appendSet adds key=value flags in key order, each value escaped as
+// Argo CD's Helm source type escapes it (util/helm's cleanSetParameters):
+// a value in braces is a list and kept as it is ("{a,b}"); otherwise a
+// comma not already escaped is escaped, so that helm, which splits --set
+// on commas, reads one value ("a,b" and "a\,b" both give "a,b").
 func appendSet(args []string, flag string, m map[string]string) []string {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		args = append(args, flag, k+"="+strings.ReplaceAll(m[k], ",", `\,`))
+		args = append(args, flag, k+"="+escapeSetValue(m[k]))
 	}
 	return args
 }
 
-// repoRoot is the root of the repository copy: appDir without the
+func escapeSetValue(v string) string {
+	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
+		return v
+	}
+	var b strings.Builder
+	var prev rune
+	for _, c := range v {
+		if c == ',' && prev != '\\' {
+			b.WriteString(`\,`)
+		} else {
+			b.WriteRune(c)
+		}
+		prev = c
+	}
+	return b.String()
+}
+
+// repoRoot is the root of what the repo-server sent: below the cmp-server's
+// work folder, the folder it unpacked this request into (the repository,
+// or with reposerver.plugin.use.manifest.generate.paths only the folders
+// the application's manifest-generate-paths name, where appDir no longer
+// ends with the source path); elsewhere (run by hand), appDir without the
 // application's source path.
-func repoRoot(appDir, sourcePath string) (string, error) {
+func repoRoot(appDir, sourcePath, cmpWorkDir string) (string, error) {
 	abs, err := filepath.Abs(appDir)
 	if err != nil {
 		return "", err
+	}
+	if cmpWorkDir != "" {
+		work, werr := filepath.EvalSymlinks(cmpWorkDir)
+		real, aerr := filepath.EvalSymlinks(abs)
+		if werr == nil && aerr == nil {
+			if rel, err := filepath.Rel(work, real); err == nil && within(work, real) && rel != "." {
+				first, _, _ := strings.Cut(rel, string(filepath.Separator))
+				return filepath.Join(work, first), nil
+			}
+		}
 	}
 	sp := filepath.Clean(filepath.FromSlash(sourcePath))
 	if sourcePath == "" || sp == "." {

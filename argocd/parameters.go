@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -49,27 +50,31 @@ func EnvName(a Announcement) string {
 }
 
 // StaticAnnouncements are the parameters plugin.yaml announces: all but
-// "set", which the dynamic command announces with the chart's values.
+// "chart-values", which the dynamic command announces with the chart's
+// values.
 func StaticAnnouncements() []Announcement {
-	return slices.DeleteFunc(Parameters(), func(a Announcement) bool { return a.Name == ParamSet })
+	return slices.DeleteFunc(Parameters(), func(a Announcement) bool { return a.Name == ParamChartValues })
 }
 
-// Announce is the dynamic announcement for the application in appDir: the
-// "set" parameter, with the chart's values (flattened to helm --set paths)
-// as what the UI shows before anything is set.
+// Announce is the dynamic announcement for the application in appDir:
+// "chart-values", the chart's values flattened to helm --set paths, for a
+// person to read before setting any. They are not announced as the
+// defaults of "set": Argo CD's UI saves an announced map as it is shown,
+// and every chart default would become a --set that beats the
+// application's values files.
 func (r *Request) Announce(appDir string) ([]Announcement, error) {
 	_, chart, err := r.chart(appDir)
 	if err != nil {
-		return nil, fmt.Errorf("application %s: %w", r.Release, err)
+		return nil, fmt.Errorf("%s: %w", r.app(), err)
 	}
 	ch, err := loader.Load(chart)
 	if err != nil {
-		return nil, fmt.Errorf("application %s: chart %s: %w", r.Release, chart, err)
+		return nil, fmt.Errorf("%s: chart %s: %w", r.app(), chart, err)
 	}
 	vals := map[string]string{}
 	flatten("", ch.Values, vals)
 	for _, a := range Parameters() {
-		if a.Name == ParamSet {
+		if a.Name == ParamChartValues {
 			a.Map = vals
 			return []Announcement{a}, nil
 		}
@@ -77,27 +82,41 @@ func (r *Request) Announce(appDir string) ([]Announcement, error) {
 	return nil, nil
 }
 
-// flatten writes v's leaves as --set paths: a.b for maps, a[0] for lists.
+// flatten writes v's leaves as --set paths, a.b for maps and a[0] for
+// lists, each value as helm --set would read it back: numbers in full
+// (10000000, not 1e+07), null as null, an empty map or list as {} or []
+// (no leaf below it to name), and a key's ".", "[", "]", ",", "=" and "\\"
+// escaped with a backslash, as helm's strvals reads keys.
 func flatten(prefix string, v any, out map[string]string) {
 	switch v := v.(type) {
 	case map[string]any:
+		if len(v) == 0 && prefix != "" {
+			out[prefix] = "{}"
+		}
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			key := k
-			if strings.ContainsAny(k, ".,=[]") {
-				key = strings.NewReplacer(".", `\.`, ",", `\,`, "=", `\=`).Replace(k)
-			}
+			key := keyEscaper.Replace(k)
 			if prefix != "" {
 				key = prefix + "." + key
 			}
 			flatten(key, v[k], out)
 		}
 	case []any:
+		if len(v) == 0 {
+			out[prefix] = "[]"
+		}
 		for i, e := range v {
 			flatten(fmt.Sprintf("%s[%d]", prefix, i), e, out)
 		}
 	case nil:
-		out[prefix] = ""
+		out[prefix] = "null"
+	case float64:
+		out[prefix] = strconv.FormatFloat(v, 'f', -1, 64)
+	case float32:
+		out[prefix] = strconv.FormatFloat(float64(v), 'f', -1, 32)
 	default:
 		out[prefix] = fmt.Sprint(v)
 	}
 }
+
+// keyEscaper escapes what helm's strvals reads as syntax in a key.
+var keyEscaper = strings.NewReplacer(`\`, `\\`, ".", `\.`, "[", `\[`, "]", `\]`, ",", `\,`, "=", `\=`)

@@ -12,8 +12,8 @@ import (
 const PluginName = "helm-inject"
 
 // PluginConfig is deploy/argocd/plugin.yaml, the ConfigManagementPlugin
-// the sidecar serves: discovery by the pins file, generate, and the
-// parameters (static here, "set" from the dynamic command).
+// the sidecar serves: discovery (Discover), generate, and the parameters
+// (static here, "chart-values" from the dynamic command).
 func PluginConfig() ([]byte, error) {
 	type command struct {
 		Command []string `yaml:"command"`
@@ -23,9 +23,10 @@ func PluginConfig() ([]byte, error) {
 		"kind":       "ConfigManagementPlugin",
 		"metadata":   map[string]any{"name": PluginName},
 		"spec": map[string]any{
-			// An application with built-in injectors has a pins file;
-			// one with external injectors only names the plugin.
-			"discover": map[string]any{"fileName": "./helm-inject-pins.yaml"},
+			// Argo CD asks discovery even of a named plugin: Discover
+			// says yes to a pins file and to a plugin section with only
+			// helm-inject's parameters.
+			"discover": map[string]any{"find": command{[]string{"helm-inject", "argocd", "discover"}}},
 			"generate": command{[]string{"helm-inject", "argocd", "generate"}},
 			"parameters": map[string]any{
 				"static":  StaticAnnouncements(),

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,18 @@ const (
 	ParamSkipInjectHooks     = "skip-inject-hooks"
 	ParamSkipInjectTests     = "skip-inject-tests"
 	ParamSkipTests           = "skip-tests"
+	// The parameters of Argo CD's own Helm source type, named as its
+	// fields are (helm.releaseName, skipCrds, ...).
+	ParamReleaseName             = "release-name"
+	ParamSetFile                 = "set-file"
+	ParamSkipCRDs                = "skip-crds"
+	ParamSkipSchemaValidation    = "skip-schema-validation"
+	ParamIgnoreMissingValueFiles = "ignore-missing-value-files"
+	// ParamChartValues is announced with the chart's own values, for a
+	// person to read in Argo CD's UI; generate reads nothing from it (the
+	// UI saves an announced map as it is shown, and chart defaults given
+	// as --set would beat the application's values files).
+	ParamChartValues = "chart-values"
 )
 
 // kind says how a parameter is given.
@@ -69,11 +82,14 @@ type paramDef struct {
 // parameters lists every parameter, its kind and what it means; the
 // announcement and docs/argocd.md are made from it.
 var parameters = []paramDef{
+	{ParamReleaseName, "Release name", "the Helm release name (default: the application's name, as Argo CD's Helm source type)", kindString},
 	{ParamChart, "Chart", "the chart: a folder or .tgz in the repository, relative to the application's folder (default: the folder itself)", kindString},
 	{ParamValuesFiles, "Values files", "values files in the repository, relative to the application's folder, in order (helm's --values)", kindArray},
 	{ParamValues, "Values", "inline values, YAML, applied after the values files", kindString},
 	{ParamSet, "Set", "values set by path, as helm's --set key=value", kindMap},
 	{ParamSetString, "Set string", "string values set by path, as helm's --set-string key=value", kindMap},
+	{ParamSetFile, "Set file", "values set by path from a file in the repository, relative to the application's folder, as helm's --set-file key=path", kindMap},
+	{ParamIgnoreMissingValueFiles, "Ignore missing values files", "true: a values file that does not exist is left out (Argo CD's ignoreMissingValueFiles)", kindBool},
 	{ParamInjector, "Injectors (helm-x form)", `injectors in helm-x form, e.g. "linkerd inject,--manual,FILE", in order (--injector)`, kindArray},
 	{ParamInject, "Injector commands", `injector command lines, e.g. "my-injector --label 'a b' FILE", in order (--inject)`, kindArray},
 	{ParamOperatorInjector, "Operator's injectors", "injectors the plugin's operator defines, by name, in order, after the injector commands", kindArray},
@@ -84,15 +100,20 @@ var parameters = []paramDef{
 	{ParamSkipInjectHooks, "Skip hooks", "true: do not give hooks to the injectors (--skip-inject-hooks)", kindBool},
 	{ParamSkipInjectTests, "Skip test hooks", "true: do not give helm test hooks to the injectors (--skip-inject-tests)", kindBool},
 	{ParamSkipTests, "Leave out tests", "true: leave helm test hooks out of the output (helm template's --skip-tests)", kindBool},
+	{ParamSkipCRDs, "Skip CRDs", "true: leave the chart's crds/ folder out of the output (Argo CD's skipCrds)", kindBool},
+	{ParamSkipSchemaValidation, "Skip schema validation", "true: do not check values against the chart's values.schema.json (--skip-schema-validation)", kindBool},
+	{ParamChartValues, "Chart values (to read)", "the chart's own values, flattened; shown for reading, generate ignores this parameter: give what you change in Set", kindMap},
 }
 
 // Params are an Application's plugin parameters.
 type Params struct {
+	ReleaseName string
 	Chart       string
 	ValuesFiles []string
 	Values      string
 	Set         map[string]string
 	SetString   map[string]string
+	SetFile     map[string]string
 	Injector    []string
 	Inject      []string
 	// OperatorInjector names the operator's injectors to run, and
@@ -105,13 +126,21 @@ type Params struct {
 	SkipInjectHooks     bool
 	SkipInjectTests     bool
 	SkipTests           bool
+	SkipCRDs            bool
+	SkipSchema          bool
+	IgnoreMissingValues bool
+	// ChartValues is what the UI saved of the announced chart values;
+	// never used.
+	ChartValues map[string]string
 }
 
 // Request is what the repo-server asks generate for.
 type Request struct {
-	// Release is the application's name without the "<namespace>_"
-	// prefix Argo CD gives applications outside its own namespace, as its
-	// Helm support names the release.
+	// Release is the "release-name" parameter, else the application's
+	// name without the "<namespace>_" prefix Argo CD gives applications
+	// outside its own namespace, as its Helm support names the release.
+	// It is empty when Argo CD asks for the parameters of an application
+	// that has no name yet (the New App panel).
 	Release string
 	// Namespace is the application's destination namespace.
 	Namespace string
@@ -120,6 +149,10 @@ type Request struct {
 	KubeVersion string
 	APIVersions []string
 	Params      Params
+	// CMPWorkDir is the folder Argo CD's cmp-server unpacks each request
+	// into, one folder per request ($ARGOCD_CMP_WORKDIR, else the temporary
+	// folder, then _cmp_server, as Argo CD's common.GetCMPWorkDir).
+	CMPWorkDir string
 }
 
 // parameter is one entry of ARGOCD_APP_PARAMETERS, as Argo CD marshals
@@ -132,7 +165,9 @@ type parameter struct {
 }
 
 // ReadRequest reads the environment the repo-server gives a plugin
-// (environ as os.Environ). Parameters come from ARGOCD_APP_PARAMETERS; an
+// (environ as os.Environ). The application's name may be empty: Argo CD
+// asks for parameters before a new application has one; generate refuses
+// it (TemplateArgs). Parameters come from ARGOCD_APP_PARAMETERS; an
 // Application's plugin env entries (ARGOCD_ENV_NAME) give the string and
 // list parameters too (lists one item a line, maps only as parameters),
 // and a parameter wins over an env entry. The PARAM_* variables carry the
@@ -146,9 +181,6 @@ func ReadRequest(environ []string) (*Request, error) {
 		}
 	}
 	name := env[EnvAppName]
-	if name == "" {
-		return nil, fmt.Errorf("%s is not set: helm-inject argocd generate runs as an Argo CD plugin (set it to the release name to run it by hand)", EnvAppName)
-	}
 	if _, after, ok := strings.Cut(name, "_"); ok {
 		name = after
 	}
@@ -157,6 +189,7 @@ func ReadRequest(environ []string) (*Request, error) {
 		Namespace:   env[EnvAppNS],
 		SourcePath:  env[EnvSourcePath],
 		KubeVersion: strings.TrimSpace(env[EnvKubeVersion]),
+		CMPWorkDir:  cmpWorkDir(env),
 	}
 	for _, v := range strings.Split(env[EnvAPIVersions], ",") {
 		if v = strings.TrimSpace(v); v != "" {
@@ -167,7 +200,7 @@ func ReadRequest(environ []string) (*Request, error) {
 	if s := env[EnvParameters]; s != "" {
 		var ps []parameter
 		if err := json.Unmarshal([]byte(s), &ps); err != nil {
-			return nil, fmt.Errorf("application %s: reading %s: %w", name, EnvParameters, err)
+			return nil, fmt.Errorf("%s: reading %s: %w", r.app(), EnvParameters, err)
 		}
 		for _, p := range ps {
 			given[p.Name] = p
@@ -194,7 +227,10 @@ func ReadRequest(environ []string) (*Request, error) {
 		given[def.name] = p
 	}
 	if err := r.Params.set(given); err != nil {
-		return nil, fmt.Errorf("application %s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", r.app(), err)
+	}
+	if r.Params.ReleaseName != "" {
+		r.Release = r.Params.ReleaseName
 	}
 	return r, nil
 }
@@ -204,6 +240,10 @@ func ReadRequest(environ []string) (*Request, error) {
 func (p *Params) set(given map[string]parameter) error {
 	for _, name := range slices.Sorted(maps.Keys(given)) {
 		g := given[name]
+		if f := p.field(name); f != nil && g.String == nil && g.Array == nil && g.Map == nil {
+			// A parameter with no value at all is not given.
+			continue
+		}
 		switch f := p.field(name).(type) {
 		case nil:
 			return fmt.Errorf("unknown plugin parameter %q (helm-inject has: %s)", name, strings.Join(parameterNames(), ", "))
@@ -216,7 +256,12 @@ func (p *Params) set(given map[string]parameter) error {
 			if g.String == nil {
 				return fmt.Errorf("plugin parameter %q is a string", name)
 			}
-			b, err := strconv.ParseBool(strings.TrimSpace(*g.String))
+			v := strings.TrimSpace(*g.String)
+			if v == "" {
+				// Argo CD's UI saves an unticked box as "".
+				v = "false"
+			}
+			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return fmt.Errorf("plugin parameter %q: want true or false, got %q", name, *g.String)
 			}
@@ -269,6 +314,18 @@ func (p *Params) field(name string) any {
 		return &p.SkipInjectTests
 	case ParamSkipTests:
 		return &p.SkipTests
+	case ParamReleaseName:
+		return &p.ReleaseName
+	case ParamSetFile:
+		return &p.SetFile
+	case ParamSkipCRDs:
+		return &p.SkipCRDs
+	case ParamSkipSchemaValidation:
+		return &p.SkipSchema
+	case ParamIgnoreMissingValueFiles:
+		return &p.IgnoreMissingValues
+	case ParamChartValues:
+		return &p.ChartValues
 	}
 	return nil
 }
@@ -293,4 +350,26 @@ func escaped(name string) string {
 		}
 		return '_'
 	}, name)
+}
+
+// app names the application in errors: "application NAME", or, before
+// Argo CD gave it a name, "the new application".
+func (r *Request) app() string {
+	if r.Release == "" {
+		return "the new application"
+	}
+	return "application " + r.Release
+}
+
+// cmpWorkDir is where Argo CD's cmp-server unpacks requests, given the
+// sidecar's environment (Argo CD's common.GetCMPWorkDir: os.TempDir reads
+// $TMPDIR, else /tmp).
+func cmpWorkDir(env map[string]string) string {
+	base := env["ARGOCD_CMP_WORKDIR"]
+	if base == "" {
+		if base = env["TMPDIR"]; base == "" {
+			base = "/tmp"
+		}
+	}
+	return filepath.Join(base, "_cmp_server")
 }

@@ -3,6 +3,7 @@ package argocd
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 )
 
 func TestReadRequest(t *testing.T) {
-	base := []string{"ARGOCD_APP_NAMESPACE=shop", "KUBE_VERSION=1.31.4", "KUBE_API_VERSIONS=v1,apps/v1/Deployment", "ARGOCD_APP_SOURCE_PATH=apps/web"}
+	base := []string{"ARGOCD_CMP_WORKDIR=/var/cmp", "ARGOCD_APP_NAMESPACE=shop", "KUBE_VERSION=1.31.4", "KUBE_API_VERSIONS=v1,apps/v1/Deployment", "ARGOCD_APP_SOURCE_PATH=apps/web"}
 	tests := []struct {
 		name    string
 		env     []string
@@ -43,7 +44,31 @@ func TestReadRequest(t *testing.T) {
 				`ARGOCD_APP_PARAMETERS=[{"name":"chart","string":"from-param"}]`},
 			want: Request{Release: "web", Params: Params{Chart: "from-param", ValuesFiles: []string{"a.yaml", "b.yaml"}, SkipTests: true}},
 		},
-		{name: "no application name", env: nil, wantErr: "ARGOCD_APP_NAME is not set"},
+		{
+			// Argo CD's New App panel asks for parameters before the
+			// application has a name.
+			name: "no application name yet",
+			env:  []string{`ARGOCD_APP_PARAMETERS=[{"name":"chart","string":"c"}]`},
+			want: Request{Params: Params{Chart: "c"}},
+		},
+		{
+			name: "release-name names the release, as Argo CD's helm.releaseName",
+			env:  []string{"ARGOCD_APP_NAME=team-a_web", `ARGOCD_APP_PARAMETERS=[{"name":"release-name","string":"shop"}]`},
+			want: Request{Release: "shop", Params: Params{ReleaseName: "shop"}},
+		},
+		{
+			// What Argo CD writes for a parameter set to nothing: an
+			// empty list or map, an empty string, a name alone; an
+			// unticked box is "".
+			name: "explicitly empty parameters",
+			env:  []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"values-files","array":[]},{"name":"set","map":{}},{"name":"chart"},{"name":"skip-crds","string":""},{"name":"values","string":""},{"name":"release-name"}]`},
+			want: Request{Release: "web", Params: Params{ValuesFiles: []string{}, Set: map[string]string{}}},
+		},
+		{
+			name: "Argo CD's Helm options",
+			env:  []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"skip-crds","string":"true"},{"name":"skip-schema-validation","string":"true"},{"name":"ignore-missing-value-files","string":"true"},{"name":"set-file","map":{"cfg":"files/cfg.txt"}},{"name":"chart-values","map":{"replicas":"1"}}]`},
+			want: Request{Release: "web", Params: Params{SkipCRDs: true, SkipSchema: true, IgnoreMissingValues: true, SetFile: map[string]string{"cfg": "files/cfg.txt"}, ChartValues: map[string]string{"replicas": "1"}}},
+		},
 		{name: "unknown parameter", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"valueFiles","array":["a"]}]`}, wantErr: `application web: unknown plugin parameter "valueFiles"`},
 		{name: "wrong kind", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"with","string":"x"}]`}, wantErr: `plugin parameter "with" is an array`},
 		{name: "not a boolean", env: []string{"ARGOCD_APP_NAME=web", `ARGOCD_APP_PARAMETERS=[{"name":"skip-tests","string":"yes please"}]`}, wantErr: `"skip-tests": want true or false`},
@@ -64,10 +89,29 @@ func TestReadRequest(t *testing.T) {
 			want := tt.want
 			want.Namespace, want.KubeVersion, want.SourcePath = "shop", "1.31.4", "apps/web"
 			want.APIVersions = []string{"v1", "apps/v1/Deployment"}
+			want.CMPWorkDir = "/var/cmp/_cmp_server"
 			if diff := cmp.Diff(want, *got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCMPWorkDir: where Argo CD's cmp-server unpacks requests
+// (common.GetCMPWorkDir: $ARGOCD_CMP_WORKDIR, else os.TempDir()).
+func TestCMPWorkDir(t *testing.T) {
+	for env, want := range map[string]string{
+		"ARGOCD_CMP_WORKDIR=/w TMPDIR=/t": "/w/_cmp_server",
+		"TMPDIR=/t":                       "/t/_cmp_server",
+		"":                                "/tmp/_cmp_server",
+	} {
+		r, err := ReadRequest(append(strings.Fields(env), "ARGOCD_APP_NAME=web"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.CMPWorkDir != want {
+			t.Errorf("%q: %s, want %s", env, r.CMPWorkDir, want)
+		}
 	}
 }
 
@@ -77,7 +121,8 @@ func TestTemplateArgs(t *testing.T) {
 	app := filepath.Join(repo, "apps", "web")
 	testfs.Write(t, top, map[string]string{
 		"repo/envs/prod.yaml":                 "",
-		"repo/apps/web/helm-inject-pins.yaml": "",
+		"repo/apps/web/helm-inject-pins.yaml": "injectors: {}\n",
+		"repo/apps/web/files/cfg.txt":         "",
 		// Decoys: what "s/../../outside/..." names once cleaned lexically.
 		"repo/apps/outside/secret.yaml":      "",
 		"repo/apps/outside/lib/x/1.0.0.yaml": "",
@@ -146,6 +191,32 @@ func TestTemplateArgs(t *testing.T) {
 		{name: "a library out of the repository", params: Params{With: []string{"x"}, InjectorLibrary: "../../../outside/lib"}, policy: allow, wantErr: `injector library "../../../outside/lib" is outside the repository`},
 		{name: "a remote chart", params: Params{Chart: "oci://registry.example/charts/web"}, wantErr: "chart \"oci://registry.example/charts/web\": give a path relative"},
 		{name: "built-ins without a library", params: Params{With: []string{"log-shipper"}}, wantErr: "built-in injectors log-shipper need a library"},
+		{
+			name:   "Argo CD's Helm options",
+			params: Params{SkipCRDs: true, SkipSchema: true, SkipTests: true, SetFile: map[string]string{"b.cfg": "files/cfg.txt", "a": "s/web/files/cfg.txt"}, SetString: map[string]string{"n": "007"}},
+			want: []string{"template", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", "/tmp/inline.yaml", "--set-string", "n=007",
+				"--set-file", "a=" + filepath.Join(app, "files", "cfg.txt"), "--set-file", "b.cfg=" + filepath.Join(app, "files", "cfg.txt"),
+				"--skip-tests", "--skip-schema-validation", "--", "web", app},
+		},
+		{
+			// As Argo CD's util/helm: a list in braces is kept, an
+			// escaped comma stays escaped once, a bare one is escaped.
+			name:   "set values escaped as Argo CD's Helm source type",
+			params: Params{Set: map[string]string{"list": "{a,b}", "esc": `a\,b`, "bare": "a,b,c", "brace": "{a,b", "plain": "x"}, SetString: map[string]string{"s": "1,2"}},
+			want: []string{"template", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", "/tmp/inline.yaml",
+				"--set", `bare=a\,b\,c`, "--set", `brace={a\,b`, "--set", `esc=a\,b`, "--set", "list={a,b}", "--set", "plain=x", "--set-string", `s=1\,2`,
+				"--", "web", app},
+		},
+		{
+			name:   "a missing values file left out under ignore-missing-value-files",
+			params: Params{ValuesFiles: []string{"nope.yaml", "../../envs/prod.yaml"}, IgnoreMissingValues: true},
+			want: []string{"template", "--include-crds", "--namespace", "shop", "--kube-version", "1.31.4", "--api-versions", "apps/v1",
+				"--values", filepath.Join(repo, "envs", "prod.yaml"), "--values", "/tmp/inline.yaml", "--", "web", app},
+		},
+		{name: "ignore-missing-value-files still refuses a path outside", params: Params{ValuesFiles: []string{"s/../../elsewhere/none.yaml"}, IgnoreMissingValues: true}, wantErr: `values file "s/../../elsewhere/none.yaml" is outside the repository`},
+		{name: "a set-file outside the repository", params: Params{SetFile: map[string]string{"cfg": "link.yaml"}}, wantErr: `set-file cfg "link.yaml" is outside the repository`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,25 +296,50 @@ func TestParameterKinds(t *testing.T) {
 
 // TestAnnounce: the dynamic parameters command announces the values of
 // the chart the "chart" parameter names (relative to the application's
-// folder), as "set" entries, and refuses a chart outside the repository.
+// folder) as "chart-values", each as helm --set reads it back, answers
+// for an application without a name, and refuses a chart outside the
+// repository.
 func TestAnnounce(t *testing.T) {
 	repo := t.TempDir()
 	testfs.Write(t, repo, map[string]string{
-		"apps/web/values.yaml":   "",
-		"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-		"charts/web/values.yaml": "image: registry.example/web:1\ncache:\n  enabled: true\n",
+		"apps/web/values.yaml":  "",
+		"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml": `image: registry.example/web:1
+cache:
+  enabled: true
+replicas: 3
+big: 10000000
+ratio: 0.25
+negative: -2
+none: null
+emptyMap: {}
+emptyList: []
+list: [a, {b: 1}]
+"a.b": dotted
+"x[0]": bracketed
+"k=v,w": sep
+'back\slash': bs
+`,
 		"charts/web/templates/x": "",
 		"apps/other/placeholder": "",
 	})
-	req := &Request{Release: "web", SourcePath: "apps/web", Params: Params{Chart: "../../charts/web"}}
+	req := &Request{SourcePath: "apps/web", Params: Params{Chart: "../../charts/web"}}
 	ann, err := req.Announce(filepath.Join(repo, "apps", "web"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"image": "registry.example/web:1", "cache.enabled": "true"}
-	if len(ann) != 1 || ann[0].Name != ParamSet || !cmp.Equal(ann[0].Map, want) {
-		t.Errorf("announced %+v, want set with %v", ann, want)
+	want := map[string]string{
+		"image": "registry.example/web:1", "cache.enabled": "true", "replicas": "3", "big": "10000000", "ratio": "0.25", "negative": "-2",
+		"none": "null", "emptyMap": "{}", "emptyList": "[]", "list[0]": "a", "list[1].b": "1",
+		`a\.b`: "dotted", `x\[0\]`: "bracketed", `k\=v\,w`: "sep", `back\\slash`: "bs",
 	}
+	if len(ann) != 1 || ann[0].Name != ParamChartValues || ann[0].CollectionType != "map" {
+		t.Fatalf("announced %+v, want chart-values alone", ann)
+	}
+	if diff := cmp.Diff(want, ann[0].Map); diff != "" {
+		t.Errorf("chart-values (-want +got)\n%s", diff)
+	}
+	req.Release = "web"
 	req.Params.Chart = "../../../outside"
 	if _, err := req.Announce(filepath.Join(repo, "apps", "web")); err == nil || !strings.Contains(err.Error(), `application web: chart "../../../outside"`) {
 		t.Errorf("a chart outside the repository: %v", err)
@@ -269,5 +365,110 @@ func TestEscaped(t *testing.T) {
 	}
 	if got := EnvName(Announcement{Name: "values-files", CollectionType: "array"}); got != EnvPrefix+"VALUES_FILES" {
 		t.Errorf("EnvName(values-files) = %q", got)
+	}
+}
+
+// TestTemplateArgsNeedARelease: generate needs the application's name or a
+// release-name.
+func TestTemplateArgsNeedARelease(t *testing.T) {
+	app := t.TempDir()
+	_, err := (&Request{}).TemplateArgs(app, Policy{}, "")
+	if err == nil || !strings.Contains(err.Error(), `ARGOCD_APP_NAME is not set and no "release-name" parameter is given`) {
+		t.Errorf("no release: %v", err)
+	}
+}
+
+// TestPinsMustBeUsed: a pins file that pins an injector "with" does not
+// name is refused, naming it; naming it (or dropping the pin) renders.
+func TestPinsMustBeUsed(t *testing.T) {
+	repo := t.TempDir()
+	testfs.Write(t, repo, map[string]string{
+		"web/helm-inject-pins.yaml": "injectors:\n  log-shipper:\n    constraint: ^1\n    version: 1.1.0\n    digest: sha256:00\n  mesh:\n    version: 2.0.0\n    digest: sha256:01\n",
+		"web/Chart.yaml":            "",
+	})
+	app := filepath.Join(repo, "web")
+	pol := Policy{Library: "/lib"}
+	for _, tt := range []struct {
+		with    []string
+		wantErr string
+	}{
+		{nil, `helm-inject-pins.yaml pins the built-in injector log-shipper, which the "with" parameter does not name: add log-shipper@^1 to "with"`},
+		{[]string{"log-shipper@^1"}, `pins the built-in injector mesh, which the "with" parameter does not name: add mesh@2.0.0 to "with"`},
+		{[]string{"log-shipper@^1", "mesh"}, ""},
+	} {
+		r := &Request{Release: "web", SourcePath: "web", Params: Params{With: tt.with}}
+		_, err := r.TemplateArgs(app, pol, "")
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("with %v: %v, want %q", tt.with, err, tt.wantErr)
+		}
+	}
+}
+
+// TestRepositoryRootUnderTheCMPServer: under the cmp-server's work folder,
+// the repository is the folder it unpacked the request into, even when
+// the application's folder does not end with its source path (the
+// repo-server streams from the application's folder under
+// reposerver.plugin.use.manifest.generate.paths). A file beside that
+// folder (another request's) is outside.
+func TestRepositoryRootUnderTheCMPServer(t *testing.T) {
+	work := filepath.Join(t.TempDir(), "_cmp_server")
+	testfs.Write(t, work, map[string]string{
+		"req-1/values.yaml":       "",
+		"req-1/web/Chart.yaml":    "",
+		"req-2/secret.yaml":       "",
+		"req-1/web/nested/x.yaml": "",
+	})
+	app := filepath.Join(work, "req-1", "web")
+	r := &Request{Release: "web", SourcePath: "apps/team/web", CMPWorkDir: work, Params: Params{ValuesFiles: []string{"../values.yaml"}}}
+	got, err := r.TemplateArgs(app, Policy{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, filepath.Join(work, "req-1", "values.yaml")) {
+		t.Errorf("args %v: want the values file beside the app folder", got)
+	}
+	r.Params.ValuesFiles = []string{"../../req-2/secret.yaml"}
+	if _, err := r.TemplateArgs(app, Policy{}, ""); err == nil || !strings.Contains(err.Error(), `values file "../../req-2/secret.yaml" is outside the repository`) {
+		t.Errorf("another request's file: %v", err)
+	}
+	// Run by hand, outside the work folder, the source path is the
+	// folder's suffix.
+	r.CMPWorkDir = filepath.Join(t.TempDir(), "_cmp_server")
+	r.Params.ValuesFiles = nil
+	if _, err := r.TemplateArgs(app, Policy{}, ""); err == nil || !strings.Contains(err.Error(), "does not end with its source path apps/team/web") {
+		t.Errorf("outside the cmp-server: %v", err)
+	}
+}
+
+// TestDiscover: the plugin's discovery says yes to a pins file and to a
+// plugin section whose parameters are all helm-inject's (or none), no to
+// an application without either and to another plugin's section.
+func TestDiscover(t *testing.T) {
+	dir := t.TempDir()
+	pinned := filepath.Join(dir, "pinned")
+	testfs.Write(t, dir, map[string]string{"pinned/helm-inject-pins.yaml": "injectors: {}\n", "plain/Chart.yaml": "", "linked/x": ""})
+	if err := os.Symlink(filepath.Join(pinned, "helm-inject-pins.yaml"), filepath.Join(dir, "linked", "helm-inject-pins.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	app := []string{"ARGOCD_APP_NAME=web", "ARGOCD_APP_SOURCE_PATH=apps/web"}
+	for _, tt := range []struct {
+		name string
+		dir  string
+		env  []string
+		want bool
+	}{
+		{"a pins file, no plugin section", "pinned", app, true},
+		{"no pins file, no plugin section (Argo CD's own Helm)", "plain", app, false},
+		{"a plugin section without parameters", "plain", append(app, "ARGOCD_APP_PARAMETERS=null"), true},
+		{"a plugin section with empty parameters", "plain", append(app, "ARGOCD_APP_PARAMETERS=[]"), true},
+		{"helm-inject's parameters", "plain", append(app, `ARGOCD_APP_PARAMETERS=[{"name":"inject","array":["x FILE"]},{"name":"set","map":{}}]`), true},
+		{"another plugin's parameter", "plain", append(app, `ARGOCD_APP_PARAMETERS=[{"name":"inject","array":["x FILE"]},{"name":"kustomize-overlay","string":"x"}]`), false},
+		{"another plugin's section, with a pins file", "pinned", append(app, `ARGOCD_APP_PARAMETERS=[{"name":"overlay","string":"x"}]`), true},
+		{"not JSON", "plain", append(app, "ARGOCD_APP_PARAMETERS=[{"), false},
+		{"a pins file that is a link", "linked", app, true},
+	} {
+		if got := Discover(filepath.Join(dir, tt.dir), tt.env); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

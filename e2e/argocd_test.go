@@ -84,6 +84,9 @@ type pluginSpec struct {
 	Spec struct {
 		Discover struct {
 			FileName string `yaml:"fileName"`
+			Find     struct {
+				Command []string `yaml:"command"`
+			} `yaml:"find"`
 		} `yaml:"discover"`
 		Generate struct {
 			Command []string `yaml:"command"`
@@ -209,12 +212,18 @@ func TestArgoCDGenerate(t *testing.T) {
 	app := filepath.Join(repo, "apps", "web")
 	pinApp(t, repo, "web")
 
-	// Discovery: Argo CD globs discover.fileName in the app's folder.
-	if m, _ := filepath.Glob(filepath.Join(app, plugin.Spec.Discover.FileName)); len(m) != 1 {
-		t.Fatalf("discover.fileName %q matches %v in a pinned application's folder", plugin.Spec.Discover.FileName, m)
+	// Discovery: the cmp-server runs discover.find.command in the app's
+	// folder, without a plugin section's parameters when the Application
+	// has none; any output is a match.
+	noSection := slices.DeleteFunc(argoEnv(t, "web", "apps/web", nil, nil), func(kv string) bool { return strings.HasPrefix(kv, "ARGOCD_APP_PARAMETERS=") })
+	if plugin.Spec.Discover.FileName != "" {
+		t.Fatalf("discover.fileName %q: Argo CD would ask it before a named plugin too", plugin.Spec.Discover.FileName)
 	}
-	if m, _ := filepath.Glob(filepath.Join(repo, "envs", plugin.Spec.Discover.FileName)); len(m) != 0 {
-		t.Fatalf("discover.fileName %q matches a folder that is no application", plugin.Spec.Discover.FileName)
+	if r := runPluginCommand(t, plugin.Spec.Discover.Find.Command, app, noSection); r.code != 0 || strings.TrimSpace(r.stdout) != "helm-inject" {
+		t.Fatalf("discovery of a pinned application's folder:\n%s", r)
+	}
+	if r := runPluginCommand(t, plugin.Spec.Discover.Find.Command, filepath.Join(repo, "envs"), noSection); r.code != 0 || r.stdout != "" {
+		t.Fatalf("discovery of a folder that is no application:\n%s", r)
 	}
 
 	gen := runPluginCommand(t, plugin.Spec.Generate.Command, app, argoEnv(t, "web", "apps/web", webParams(), nil))
@@ -262,12 +271,16 @@ func TestArgoCDGenerate(t *testing.T) {
 		t.Errorf("%d CRDs in the output; want the chart's and its subchart's, once each", n)
 	}
 
+	// The app is pinned: every case names its built-in injector.
+	pinned := func(ps ...argoParam) []argoParam {
+		return append(ps, argoParam{Name: "with", Array: []string{"sidecar@^1"}}, argoParam{Name: "injector-library", String: str("../../injectors")})
+	}
 	for name, tc := range map[string]struct {
 		params  []argoParam
 		message string
 	}{
 		"broken injector": {
-			params:  []argoParam{{Name: "inject", Array: []string{"sidecar-injector --fail invalid-yaml FILE"}}},
+			params:  pinned(argoParam{Name: "inject", Array: []string{"sidecar-injector --fail invalid-yaml FILE"}}),
 			message: "sidecar-injector --fail invalid-yaml FILE",
 		},
 		"forbidden program": {
@@ -280,8 +293,12 @@ func TestArgoCDGenerate(t *testing.T) {
 		},
 		"nothing to print": {
 			// A chart of test hooks only, with tests left out.
-			params:  []argoParam{{Name: "chart", String: str("../only-tests")}, {Name: "skip-tests", String: str("true")}},
+			params:  pinned(argoParam{Name: "chart", String: str("../only-tests")}, argoParam{Name: "skip-tests", String: str("true")}),
 			message: "refusing to print nothing",
+		},
+		"a pinned injector the application no longer names": {
+			params:  []argoParam{{Name: "inject", Array: []string{"sidecar-injector FILE"}}},
+			message: `helm-inject-pins.yaml pins the built-in injector sidecar, which the "with" parameter does not name`,
 		},
 		"unknown parameter": {
 			params:  []argoParam{{Name: "valuesFiles", Array: []string{"x.yaml"}}},
@@ -330,15 +347,15 @@ func TestArgoCDEnvAndParameters(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &ann); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if len(ann) != 1 || ann[0].Name != "set" || ann[0].CollectionType != "map" || ann[0].Map["image"] != "registry.example/webapp:2.7.0" || ann[0].Map["cache.enabled"] != "true" {
+	if len(ann) != 1 || ann[0].Name != "chart-values" || ann[0].CollectionType != "map" || ann[0].Map["image"] != "registry.example/webapp:2.7.0" || ann[0].Map["cache.enabled"] != "true" {
 		t.Errorf("dynamic announcement: %+v", ann)
 	}
 	static := make([]string, 0, len(plugin.Spec.Parameters.Static))
 	for _, p := range plugin.Spec.Parameters.Static {
 		static = append(static, p.Name)
 	}
-	if slices.Contains(static, "set") || !slices.Contains(static, "with") {
-		t.Errorf("static parameters %v: want every parameter but set", static)
+	if slices.Contains(static, "chart-values") || !slices.Contains(static, "with") || !slices.Contains(static, "set") {
+		t.Errorf("static parameters %v: want every parameter but chart-values", static)
 	}
 }
 

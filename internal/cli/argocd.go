@@ -32,10 +32,10 @@ or a newer helm-inject, changes nothing until that file changes.`
 func newArgocdCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "argocd",
-		Short: "Argo CD Config Management Plugin: generate, parameters, pin",
+		Short: "Argo CD Config Management Plugin: generate, parameters, discover, pin",
 		Long:  argocdLong,
 	}
-	cmd.AddCommand(newArgocdGenerateCommand(), newArgocdParametersCommand(), newArgocdPinCommand())
+	cmd.AddCommand(newArgocdGenerateCommand(), newArgocdParametersCommand(), newArgocdDiscoverCommand(), newArgocdPinCommand())
 	return cmd
 }
 
@@ -119,9 +119,12 @@ func newArgocdParametersCommand() *cobra.Command {
 		Use:   "parameters",
 		Short: "Print the plugin's parameters for the application, as JSON (the plugin's dynamic parameters command)",
 		Long: `Print, as the JSON Argo CD reads from a plugin's dynamic parameters
-command, the "set" parameter with the chart's own values as its defaults
-(in the application's folder, with the chart the "chart" parameter names).
-The other parameters are announced statically in plugin.yaml.`,
+command, the "chart-values" parameter: the chart's own values, flattened to
+helm's set paths such as a.b and list[0] (in the application's folder, with the chart the "chart"
+parameter names), for a person to read in Argo CD's UI. generate ignores
+it; values are changed with "set". The other parameters are announced
+statically in plugin.yaml. It answers for an application that has no name
+yet (Argo CD's New App panel asks before there is one).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := argocd.ReadRequest(os.Environ())
@@ -139,6 +142,32 @@ The other parameters are announced statically in plugin.yaml.`,
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			return enc.Encode(ann)
+		},
+	}
+}
+
+func newArgocdDiscoverCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "discover",
+		Short: "Say whether the plugin renders the application (the plugin's discovery command)",
+		Long: `Print "helm-inject" when the plugin renders the application in the current
+folder, nothing otherwise (Argo CD's discover.find.command: any output is a
+match). Argo CD runs it even for an application that names the plugin.
+
+It matches a folder with a helm-inject-pins.yaml, and an application with a
+plugin section (named or not) whose parameters are all helm-inject's, or
+that gives none. A plugin section with a parameter helm-inject does not
+have is another plugin's.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			if argocd.Discover(dir, os.Environ()) {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), argocd.PluginName)
+			}
+			return err
 		},
 	}
 }
