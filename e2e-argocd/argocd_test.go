@@ -251,7 +251,7 @@ func TestArgoCDGeneratesThroughItsPlugin(t *testing.T) {
 		t.Errorf("the chart did not see the cluster's Kubernetes version %s: %v", kubeVersion, cm)
 	}
 
-	createOnCluster(t, ctx, cs, objs)
+	createOnCluster(t, ctx, cs, objs, "shop")
 }
 
 func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
@@ -263,16 +263,17 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 	return nil
 }
 
-// createOnCluster creates the destination namespace and the CRDs, then
-// every other object with a server-side dry run: the API server validates
-// each one (schema, defaults, admission) without controllers acting on it.
-func createOnCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface, objs []*unstructured.Unstructured) {
+// createOnCluster creates the namespace ns and the CRDs, then every other
+// object with a server-side dry run (in ns when it names none): the API
+// server validates each one (schema, defaults, admission) without
+// controllers acting on it.
+func createOnCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface, objs []*unstructured.Unstructured, ns string) {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	mapper := func() meta.RESTMapper {
@@ -294,11 +295,11 @@ func createOnCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface,
 		}
 		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			ns := o.GetNamespace()
-			if ns == "" {
-				ns = "shop"
+			in := o.GetNamespace()
+			if in == "" {
+				in = ns
 			}
-			ri = dyn.Resource(mapping.Resource).Namespace(ns)
+			ri = dyn.Resource(mapping.Resource).Namespace(in)
 		}
 		_, err = ri.Create(ctx, o, opts)
 		return err

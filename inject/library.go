@@ -194,6 +194,21 @@ func (l *Library) Lock() ([]string, error) {
 	return added, nil
 }
 
+// Removed lists, sorted, the locked versions ("name@version") whose file
+// is gone. A released version must never be removed: an application
+// pinned to it can no longer render.
+func (l *Library) Removed() []string {
+	var gone []string
+	for ref := range l.lock {
+		name, version, _ := strings.Cut(ref, "@")
+		if l.Get(name, version) == nil {
+			gone = append(gone, ref)
+		}
+	}
+	slices.Sort(gone)
+	return gone
+}
+
 // Verify fails when a version is not locked (CI runs it).
 func (l *Library) Verify() error {
 	var missing []string

@@ -3,6 +3,7 @@ package inject
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,5 +136,40 @@ func TestParseTemplateRef(t *testing.T) {
 	}
 	if _, err := ParseTemplateRef(nil, "@^1", nil); err == nil || err.Error() != `"@^1": want NAME or NAME@VERSION-CONSTRAINT` {
 		t.Errorf("no name: %v", err)
+	}
+}
+
+// TestRemoved: a locked version whose file is gone is listed; one that is
+// there is not.
+func TestRemoved(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(exampleLibrary)); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := LoadLibrary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone := lib.Removed(); len(gone) != 0 {
+		t.Fatalf("Removed() = %v on a whole library", gone)
+	}
+	locked, err := lib.Lock()
+	if err != nil || len(locked) != 0 {
+		t.Fatalf("the example library is not fully locked: %v %v", locked, err)
+	}
+	var want []string
+	for _, name := range lib.Names()[:2] {
+		d := lib.Newest(name)
+		if err := os.Remove(d.File); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, d.Ref())
+	}
+	lib, err = LoadLibrary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lib.Removed(); !slices.Equal(got, want) {
+		t.Errorf("Removed() = %v, want %v", got, want)
 	}
 }

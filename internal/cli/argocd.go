@@ -32,10 +32,10 @@ or a newer helm-inject, changes nothing until that file changes.`
 func newArgocdCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "argocd",
-		Short: "Argo CD Config Management Plugin: generate, parameters, discover, pin",
+		Short: "Argo CD Config Management Plugin: generate, parameters, discover, pin, provision",
 		Long:  argocdLong,
 	}
-	cmd.AddCommand(newArgocdGenerateCommand(), newArgocdParametersCommand(), newArgocdDiscoverCommand(), newArgocdPinCommand())
+	cmd.AddCommand(newArgocdGenerateCommand(), newArgocdParametersCommand(), newArgocdDiscoverCommand(), newArgocdPinCommand(), newArgocdProvisionCommand())
 	return cmd
 }
 
@@ -170,6 +170,36 @@ have is another plugin's.`,
 			return err
 		},
 	}
+}
+
+func newArgocdProvisionCommand() *cobra.Command {
+	var library, tools string
+	cmd := &cobra.Command{
+		Use:   "provision DEST",
+		Short: "Fill the plugin sidecar's volume: this helm-inject, the tools and the checked injector library (the init container)",
+		Long: `Fill DEST, the volume the plugin's sidecar runs from, as the init container
+of deploy/argocd does when the repo-server's pod starts:
+
+  DEST/bin/helm-inject   this helm-inject executable
+  DEST/bin/NAME          every program in --tools (istioctl, linkerd)
+  DEST/injectors         the injector library of --library, or an empty one
+
+The library is checked before it is copied: a version that is not locked,
+a locked version whose file changed, or a locked version whose file was
+removed is an error, so the pod does not start rather than every
+application pinned to that version failing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			return argocd.Provision(args[0], self, library, tools)
+		},
+	}
+	cmd.Flags().StringVar(&library, "library", "", "the injector library to check and copy to DEST/injectors")
+	cmd.Flags().StringVar(&tools, "tools", "", "a folder of programs to copy to DEST/bin (injectors such as istioctl)")
+	return cmd
 }
 
 func newArgocdPinCommand() *cobra.Command {
