@@ -126,6 +126,14 @@ func serviceRepo(t *testing.T) (dir, url string) {
 		"apps/echo/Chart.yaml":            "apiVersion: v2\nname: echo\nversion: 0.1.0\n",
 		"apps/echo/values.yaml":           "list: []\nname: default\n",
 		"apps/echo/templates/values.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-values\ndata:\n  values: {{ toJson .Values | quote }}\n",
+		// A chart whose dependency is a folder of the repository, not
+		// vendored: Argo CD builds it.
+		"apps/withdeps/Chart.yaml":           "apiVersion: v2\nname: withdeps\nversion: 0.1.0\ndependencies:\n  - name: lib\n    version: ^1\n    repository: file://../../libs/lib\n",
+		"apps/withdeps/templates/app.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\ndata:\n  greeting: {{ .Values.lib.greeting | quote }}\n",
+		"apps/withdeps/values.yaml":          "lib:\n  greeting: from-parent\n",
+		"libs/lib/Chart.yaml":                "apiVersion: v2\nname: lib\nversion: 1.2.0\n",
+		"libs/lib/values.yaml":               "greeting: from-lib\nreplicas: 2\n",
+		"libs/lib/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-lib\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: lib}\n  template:\n    metadata:\n      labels: {app: lib}\n    spec:\n      containers:\n        - name: lib\n          image: registry.example/lib:1\n          env:\n            - name: GREETING\n              value: {{ .Values.greeting | quote }}\n",
 	} {
 		p := filepath.Join(dir, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -401,6 +409,31 @@ func TestPluginEqualsArgoCDHelm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the plugin: %v", err)
 	}
+	sameObjects(t, helmRes.Manifests, pluginRes.Manifests)
+	if n := len(helmRes.Manifests); n < 5 || find(objects(t, helmRes.Manifests), "Deployment", "shop-web") == nil {
+		t.Errorf("Argo CD's Helm rendered %d objects, without Deployment shop-web: the comparison proves little", n)
+	}
+
+	// A dependency in a folder of the repository, not vendored: both
+	// build it. The plugin first: Argo CD's Helm builds it into the
+	// repo-server's checkout, which the plugin is then streamed.
+	pluginRes, err = s.GenerateManifest(ctx, manifestRequest(url, "deps", "apps/withdeps", v1alpha1.ApplicationSource{Plugin: &v1alpha1.ApplicationSourcePlugin{Name: "helm-inject"}}))
+	if err != nil {
+		t.Fatalf("the plugin, a local dependency: %v", err)
+	}
+	helmRes, err = s.GenerateManifest(ctx, manifestRequest(url, "deps", "apps/withdeps", v1alpha1.ApplicationSource{Helm: &v1alpha1.ApplicationSourceHelm{}}))
+	if err != nil {
+		t.Fatalf("Argo CD's Helm, a local dependency: %v", err)
+	}
+	sameObjects(t, helmRes.Manifests, pluginRes.Manifests)
+	if find(objects(t, pluginRes.Manifests), "Deployment", "deps-lib") == nil {
+		t.Errorf("the dependency's Deployment deps-lib is missing: %v", pluginRes.Manifests)
+	}
+}
+
+// sameObjects fails on each object only one of the two renders has.
+func sameObjects(t *testing.T, fromHelm, fromPlugin []string) {
+	t.Helper()
 	canonical := func(ms []string) []string {
 		var out []string
 		for _, o := range objects(t, ms) {
@@ -413,7 +446,7 @@ func TestPluginEqualsArgoCDHelm(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	want, got := canonical(helmRes.Manifests), canonical(pluginRes.Manifests)
+	want, got := canonical(fromHelm), canonical(fromPlugin)
 	if !slices.Equal(want, got) {
 		for _, w := range want {
 			if !slices.Contains(got, w) {
@@ -425,8 +458,5 @@ func TestPluginEqualsArgoCDHelm(t *testing.T) {
 				t.Errorf("only the plugin renders:\n%s", g)
 			}
 		}
-	}
-	if len(want) < 5 || find(objects(t, helmRes.Manifests), "Deployment", "shop-web") == nil {
-		t.Errorf("Argo CD's Helm rendered %d objects, without Deployment shop-web: the comparison proves little", len(want))
 	}
 }

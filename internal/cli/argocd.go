@@ -99,6 +99,9 @@ func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := req.BuildDependencies(appDir); err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	root := newRootCommandWith(cli.New(), nil, &out, cmd.ErrOrStderr())
 	root.SetArgs(args)
