@@ -46,9 +46,13 @@ func newArgocdGenerateCommand() *cobra.Command {
 		Long: `Print the application's manifests with sidecars injected, for Argo CD.
 
 Reads ARGOCD_APP_NAME (the release name, without Argo CD's "<namespace>_"
-prefix), ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION,
+prefix, unless the release-name parameter gives one), ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION,
 KUBE_API_VERSIONS and the plugin parameters (ARGOCD_APP_PARAMETERS, and
-ARGOCD_ENV_* entries). Only objects go to stdout; on any error nothing is
+ARGOCD_ENV_* entries). Under Argo CD's cmp-server, the repository is the
+folder it unpacked the request into (so it works when the repo-server
+sends only an application's manifest-generate-paths). A chart dependency
+missing from charts/ is packaged from its file:// folder in the
+repository; nothing is downloaded. Only objects go to stdout; on any error nothing is
 printed there and the exit code is not zero, so Argo CD never prunes an
 application because of a failed render.
 
