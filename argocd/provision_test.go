@@ -142,3 +142,25 @@ func TestProvisionRefusesABrokenLibrary(t *testing.T) {
 		})
 	}
 }
+
+// TestProvisionChecksWhatItWrote: the copied library must load as the
+// source did; a destination holding a broken definition (left from
+// elsewhere: a volume reused) fails the provisioning, and so does a lock
+// file that cannot be written (a folder where it goes).
+func TestProvisionChecksWhatItWrote(t *testing.T) {
+	for name, stale := range map[string]map[string]string{
+		"a broken definition left":      {"injectors/other/9.9.9.yaml": "not: [a definition"},
+		"a lock that cannot be written": {"injectors/injectors.lock/x": ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dest := t.TempDir()
+			testfs.Write(t, dest, stale)
+			self := filepath.Join(t.TempDir(), "self")
+			testfs.Write(t, filepath.Dir(self), map[string]string{"self": "x"})
+			err := Provision(dest, self, fixtureLibrary(t), "")
+			if err == nil || !strings.Contains(err.Error(), "injectors") {
+				t.Errorf("error %v, want the copied library's", err)
+			}
+		})
+	}
+}
