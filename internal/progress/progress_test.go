@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,15 +46,18 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestSlowShowsOnlyLongSteps(t *testing.T) {
-	var out bytes.Buffer
-	r := New(&out, Plain)
-	r.SlowAfter = 50 * time.Millisecond
+	out := &lockedBuffer{}
+	r := New(out, Plain)
+	// A step that ends before the threshold (a minute: however loaded
+	// the machine) shows nothing.
+	r.SlowAfter = time.Minute
 	r.Slow(`injector "quick"`)()
-	if out.Len() != 0 {
+	if out.String() != "" {
 		t.Errorf("a quick step was shown: %q", out.String())
 	}
+	r.SlowAfter = 50 * time.Millisecond
 	done := r.Slow(`injector "slow"`)
-	time.Sleep(120 * time.Millisecond)
+	waitFor(t, out, "is running")
 	done()
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || lines[0] != `progress: injector "slow" is running (50ms so far)` || !strings.HasPrefix(lines[1], `progress: injector "slow" finished after `) {
@@ -132,17 +136,21 @@ func TestWatchPlainPrintsChangesInOrder(t *testing.T) {
 	ns := "shop"
 	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Replicas: int32p(1)}, Status: appsv1.DeploymentStatus{UpdatedReplicas: 1}})
-	var out bytes.Buffer
-	r := New(&out, Plain)
+	out := &lockedBuffer{}
+	r := New(out, Plain)
 	r.interval = 10 * time.Millisecond
 	stop := r.Watch(context.Background(), Clients{Typed: cs}, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}, {Kind: "Job", Namespace: ns, Name: "later", Hook: true}})
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, out, "Deployment/web: 0/1 ready")
 	d, _ := cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1, 1
 	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
 	if _, err := cs.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The Job appears only once the change is printed: a poll that read
+	// the Deployment before the update and the Job after it would print
+	// them the other way round (the order of events, not of the list).
+	waitFor(t, out, "Deployment/web: ready (1/1)")
 	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: ns},
 		Status: batchv1.JobStatus{Succeeded: 1, Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -161,11 +169,11 @@ func TestWatchLiveRedrawsInPlace(t *testing.T) {
 	ns := "shop"
 	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Replicas: int32p(1)}, Status: appsv1.DeploymentStatus{UpdatedReplicas: 1}})
-	var out bytes.Buffer
-	r := New(&out, Live)
+	out := &lockedBuffer{}
+	r := New(out, Live)
 	r.interval = 10 * time.Millisecond
 	stop := r.Watch(context.Background(), Clients{Typed: cs}, []Resource{{Kind: "Deployment", Namespace: ns, Name: "web"}})
-	time.Sleep(35 * time.Millisecond)
+	waitFor(t, out, "Deployment/web: 0/1 ready")
 	r.Line("a message")
 	d, _ := cs.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1, 1
@@ -248,5 +256,34 @@ func TestCustomResourceState(t *testing.T) {
 	// Without a dynamic client, a custom resource is not shown.
 	if got, err := res.read(context.Background(), Clients{Typed: fake.NewClientset()}); err != nil || got != (State{}) {
 		t.Errorf("without a dynamic client: %+v, %v", got, err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer the watch writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the output holds want (a watch polls on its own
+// clock); it fails after a minute, however slow the machine.
+func waitFor(t *testing.T, out *lockedBuffer, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(out.String(), want); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in:\n%s", want, out.String())
+		}
 	}
 }
