@@ -164,39 +164,52 @@ func (r *Request) injectorArgs(root, appDir string, pol Policy) ([]string, error
 	for _, line := range named {
 		args = append(args, "--inject", line)
 	}
-	if len(p.With) > 0 {
-		builtins, err := r.builtinArgs(root, appDir, pol)
+	pins, err := r.readPins(root, appDir)
+	if err != nil {
+		return nil, err
+	}
+	with := p.With
+	if with == nil {
+		// No "with" at all (an Application without a plugin section
+		// has none to give): the pins file says which.
+		for _, name := range slices.Sorted(maps.Keys(pins)) {
+			with = append(with, name+"@"+pinConstraint(pins[name]))
+		}
+	}
+	if len(with) > 0 {
+		builtins, err := r.builtinArgs(root, appDir, pol, with)
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, builtins...)
 	}
-	return args, r.checkPinsUsed(root, appDir)
+	return args, checkPinsUsed(pins, with)
 }
 
-// checkPinsUsed refuses a pins file that pins an injector "with" does not
-// name.
-func (r *Request) checkPinsUsed(root, appDir string) error {
+// readPins reads the application's pins file, if it has one.
+func (r *Request) readPins(root, appDir string) (inject.Pins, error) {
 	path, err := inRepo(root, appDir, "pins file", inject.PinsFileName)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pins, err := inject.ReadPins(path)
-	if err != nil {
-		return err
-	}
+	return inject.ReadPins(path)
+}
+
+// checkPinsUsed refuses pins of an injector "with" does not name (an
+// Application that gives "with" names every injector its pins file pins).
+func checkPinsUsed(pins inject.Pins, with []string) error {
 	named := map[string]bool{}
-	for _, w := range r.Params.With {
+	for _, w := range with {
 		name, _, _ := strings.Cut(w, "@")
 		named[name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(pins)) {
 		if !named[name] {
-			return fmt.Errorf("%s pins the built-in injector %s, which the %q parameter does not name: add %s@%s to %q, or run \"helm-inject argocd pin\" without it and commit the file (the injector is not dropped silently)",
-				inject.PinsFileName, name, ParamWith, name, pinConstraint(pins[name]), ParamWith)
+			return fmt.Errorf("%s pins the built-in injector %s, which the %q parameter does not name: add %s@%s to %q, leave %q out to inject what the file pins, or run \"helm-inject argocd pin\" without it and commit the file (the injector is not dropped silently)",
+				inject.PinsFileName, name, ParamWith, name, pinConstraint(pins[name]), ParamWith, ParamWith)
 		}
 	}
 	return nil
@@ -232,7 +245,7 @@ func (r *Request) chart(appDir string) (root, chart string, err error) {
 
 // builtinArgs are the flags of the built-in injectors: the library, the
 // injectors with their parameters, and the app's pins.
-func (r *Request) builtinArgs(root, appDir string, pol Policy) ([]string, error) {
+func (r *Request) builtinArgs(root, appDir string, pol Policy, with []string) ([]string, error) {
 	p := r.Params
 	lib := p.InjectorLibrary
 	if lib != "" {
@@ -241,18 +254,18 @@ func (r *Request) builtinArgs(root, appDir string, pol Policy) ([]string, error)
 			return nil, err
 		}
 	} else if lib = pol.Library; lib == "" {
-		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or set %s on the plugin's sidecar", strings.Join(p.With, ", "), ParamInjectorLibrary, EnvLibrary)
+		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or set %s on the plugin's sidecar", strings.Join(with, ", "), ParamInjectorLibrary, EnvLibrary)
 	}
 	pins, err := inRepo(root, appDir, "pins file", inject.PinsFileName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("built-in injectors %s have no %s in %s: run \"helm-inject argocd pin --injector-library LIB --with %s %s\" and commit the file",
-			strings.Join(p.With, ", "), inject.PinsFileName, r.SourcePathOr("the application's folder"), strings.Join(p.With, " --with "), r.SourcePathOr("DIR"))
+			strings.Join(with, ", "), inject.PinsFileName, r.SourcePathOr("the application's folder"), strings.Join(with, " --with "), r.SourcePathOr("DIR"))
 	}
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"--injector-library", lib}
-	for _, w := range p.With {
+	for _, w := range with {
 		args = append(args, "--with", w)
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.WithSet)) {

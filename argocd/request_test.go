@@ -378,8 +378,10 @@ func TestTemplateArgsNeedARelease(t *testing.T) {
 	}
 }
 
-// TestPinsMustBeUsed: a pins file that pins an injector "with" does not
-// name is refused, naming it; naming it (or dropping the pin) renders.
+// TestPinsMustBeUsed: an application that gives "with" names every
+// injector its pins file pins, or is refused, naming the one left out;
+// one that gives no "with" at all (an Application without a plugin
+// section) gets what the file pins, at its constraint.
 func TestPinsMustBeUsed(t *testing.T) {
 	repo := t.TempDir()
 	testfs.Write(t, repo, map[string]string{
@@ -389,17 +391,31 @@ func TestPinsMustBeUsed(t *testing.T) {
 	app := filepath.Join(repo, "web")
 	pol := Policy{Library: "/lib"}
 	for _, tt := range []struct {
+		name    string
 		with    []string
+		want    []string
 		wantErr string
 	}{
-		{nil, `helm-inject-pins.yaml pins the built-in injector log-shipper, which the "with" parameter does not name: add log-shipper@^1 to "with"`},
-		{[]string{"log-shipper@^1"}, `pins the built-in injector mesh, which the "with" parameter does not name: add mesh@2.0.0 to "with"`},
-		{[]string{"log-shipper@^1", "mesh"}, ""},
+		{name: "explicitly none", with: []string{}, wantErr: `helm-inject-pins.yaml pins the built-in injector log-shipper, which the "with" parameter does not name: add log-shipper@^1 to "with"`},
+		{name: "one left out", with: []string{"log-shipper@^1"}, wantErr: `pins the built-in injector mesh, which the "with" parameter does not name: add mesh@2.0.0 to "with"`},
+		{name: "all named", with: []string{"mesh", "log-shipper@^1"}, want: []string{"--with", "mesh", "--with", "log-shipper@^1"}},
+		{name: "not given", with: nil, want: []string{"--with", "log-shipper@^1", "--with", "mesh@2.0.0"}},
 	} {
 		r := &Request{Release: "web", SourcePath: "web", Params: Params{With: tt.with}}
-		_, err := r.TemplateArgs(app, pol, "")
-		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("with %v: %v, want %q", tt.with, err, tt.wantErr)
+		got, err := r.TemplateArgs(app, pol, "")
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: %v, want %q", tt.name, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		want := append(append([]string{"template", "--include-crds", "--injector-library", "/lib"}, tt.want...), "--injector-pins", filepath.Join(app, "helm-inject-pins.yaml"), "--", "web", app)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", tt.name, diff)
 		}
 	}
 }

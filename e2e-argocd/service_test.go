@@ -204,7 +204,7 @@ func containerNames(t *testing.T, objs []*unstructured.Unstructured, deployment 
 // is left to Argo CD's own Helm support.
 func TestRepoServerFindsThePlugin(t *testing.T) {
 	serveShippedPlugin(t)
-	_, url := serviceRepo(t)
+	repoDir, url := serviceRepo(t)
 	s := repoServer(t, false)
 	builtin := v1alpha1.ApplicationSourcePluginParameters{
 		{Name: "with", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"sidecar@^1"}}},
@@ -240,11 +240,28 @@ func TestRepoServerFindsThePlugin(t *testing.T) {
 		}
 	}
 	t.Run("no plugin section, a pins file", func(t *testing.T) {
+		// Discovered by its pins file, which says which injectors: the
+		// library is the plugin's own (the operator's, here the
+		// repository's through the sidecar's setting).
+		t.Setenv("HELM_INJECT_INJECTOR_LIBRARY", filepath.Join(repoDir, "injectors"))
 		res, err := s.GenerateManifest(t.Context(), manifestRequest(url, "web", "apps/web", v1alpha1.ApplicationSource{}))
-		// Discovered, but the application gives no "with": the pins file
-		// is not dropped silently.
-		if err == nil || !strings.Contains(err.Error(), `helm-inject-pins.yaml pins the built-in injector sidecar, which the "with" parameter does not name`) {
-			t.Fatalf("GenerateManifest: %v, %v", res, err)
+		if err != nil {
+			t.Fatalf("GenerateManifest: %v", err)
+		}
+		if res.SourceType != string(v1alpha1.ApplicationSourceTypePlugin) {
+			t.Errorf("source type %s, want Plugin", res.SourceType)
+		}
+		if names := containerNames(t, objects(t, res.Manifests), "web-web"); !slices.Contains(names, "sidecar") {
+			t.Errorf("containers %v, want the pinned sidecar", names)
+		}
+	})
+	t.Run("explicitly no built-in injector, a pins file", func(t *testing.T) {
+		q := manifestRequest(url, "web", "apps/web", v1alpha1.ApplicationSource{Plugin: &v1alpha1.ApplicationSourcePlugin{
+			Parameters: v1alpha1.ApplicationSourcePluginParameters{{Name: "with", OptionalArray: &v1alpha1.OptionalArray{}}},
+		}})
+		// The pins file is not dropped silently.
+		if _, err := s.GenerateManifest(t.Context(), q); err == nil || !strings.Contains(err.Error(), `helm-inject-pins.yaml pins the built-in injector sidecar, which the "with" parameter does not name`) {
+			t.Errorf("GenerateManifest: %v", err)
 		}
 	})
 	t.Run("no plugin section, no pins file", func(t *testing.T) {

@@ -296,10 +296,6 @@ func TestArgoCDGenerate(t *testing.T) {
 			params:  pinned(argoParam{Name: "chart", String: str("../only-tests")}, argoParam{Name: "skip-tests", String: str("true")}),
 			message: "refusing to print nothing",
 		},
-		"a pinned injector the application no longer names": {
-			params:  []argoParam{{Name: "inject", Array: []string{"sidecar-injector FILE"}}},
-			message: `helm-inject-pins.yaml pins the built-in injector sidecar, which the "with" parameter does not name`,
-		},
 		"unknown parameter": {
 			params:  []argoParam{{Name: "valuesFiles", Array: []string{"x.yaml"}}},
 			message: `unknown plugin parameter "valuesFiles"`,
