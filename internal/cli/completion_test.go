@@ -76,3 +76,37 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		t.Errorf("bash completes `helm-inject ap` to %q, want [apply]\n%s", got, stderr.String())
 	}
 }
+
+// TestOutputFormats: diff's --output values are a diff's; the others'
+// are a result's.
+func TestOutputFormatsByDefault(t *testing.T) {
+	if got := strings.Join(outputFormats("diff"), " "); got != "diff simple json" {
+		t.Errorf("diff: %s", got)
+	}
+	if got := strings.Join(outputFormats("table"), " "); got != "table json yaml" {
+		t.Errorf("table: %s", got)
+	}
+}
+
+// TestFlagValueCompletion: --progress, --reconcile and --with complete
+// their values on every command that has them (cobra's __complete, as a
+// shell calls it).
+func TestFlagValueCompletion(t *testing.T) {
+	lib, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "injectors", "library"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "apply", "r", ".", "--progress", ""}, "plain"},
+		{[]string{"__complete", "apply", "r", ".", "--reconcile", ""}, "never"},
+		{[]string{"__complete", "template", "r", ".", "--injector-library", lib, "--with", ""}, "sidecar"},
+	} {
+		out, errOut, code := runCLI(t, tt.args...)
+		if code != 0 || !strings.Contains(out, tt.want) {
+			t.Errorf("%v: exit %d, %q %s; want %s offered", tt.args, code, out, errOut, tt.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -290,5 +291,86 @@ func TestTemplateVerifiesWithTheKeyring(t *testing.T) {
 	// Without --verify the keyring is not read.
 	if out, errOut, code := runCLI(t, "template", "r", "demo", "--repo", url, "--keyring", other); code != 0 {
 		t.Errorf("without --verify: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestTLSConfig: a client certificate is used only with both its files; a
+// CA bundle becomes the roots; --insecure-skip-tls-verify is kept.
+func TestTLSConfig(t *testing.T) {
+	_, ca, cert, key := chartServer(t)
+	tc, err := tlsConfig(cert, key, ca, false)
+	if err != nil || len(tc.Certificates) != 1 || tc.RootCAs == nil || tc.InsecureSkipVerify {
+		t.Errorf("cert, key and CA: %+v, %v", tc, err)
+	}
+	for _, pair := range [][2]string{{cert, ""}, {"", key}} {
+		if tc, err := tlsConfig(pair[0], pair[1], "", true); err != nil || len(tc.Certificates) != 0 || tc.RootCAs != nil || !tc.InsecureSkipVerify {
+			t.Errorf("cert %q, key %q: %+v, %v; want no client certificate", pair[0], pair[1], tc, err)
+		}
+	}
+	if _, err := tlsConfig("", "", filepath.Join(t.TempDir(), "none.pem"), false); err == nil || !strings.Contains(err.Error(), "reading CA bundle") {
+		t.Errorf("a missing CA bundle: %v", err)
+	}
+}
+
+// TestRegistryClient: an OCI registry client is made with the TLS flags,
+// and a broken one is an error.
+func TestRegistryClient(t *testing.T) {
+	_, ca, _, _ := chartServer(t)
+	c := &chartFlags{}
+	c.path.CaFile = ca
+	if rc, err := c.registryClient(cli.New(), io.Discard); err != nil || rc == nil {
+		t.Errorf("with a CA bundle: %v, %v", rc, err)
+	}
+	c.path.CaFile = filepath.Join(t.TempDir(), "none.pem")
+	if _, err := c.registryClient(cli.New(), io.Discard); err == nil || !strings.Contains(err.Error(), "reading CA bundle") {
+		t.Errorf("with a missing CA bundle: %v", err)
+	}
+}
+
+// TestRegistryClientCredentials: the OCI client sends --username and
+// --password to a registry that asks for them, and trusts a --ca-file's
+// certificate.
+func TestRegistryClientCredentials(t *testing.T) {
+	var got []string
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		got = append(got, u+":"+p)
+		http.NotFound(w, r)
+	})
+	plain := httptest.NewServer(handler)
+	t.Cleanup(plain.Close)
+	for _, tt := range []struct{ user, password string }{{"robot", "s3cret"}} {
+		got = nil
+		c := &chartFlags{}
+		c.path.Username, c.path.Password, c.path.PlainHTTP = tt.user, tt.password, true
+		rc, err := c.registryClient(cli.New(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = rc.Tags(strings.TrimPrefix(plain.URL, "http://") + "/charts/web")
+		if want := tt.user + ":" + tt.password; !slices.Contains(got, want) {
+			t.Errorf("--username %q --password %q: the registry saw %v", tt.user, tt.password, got)
+		}
+	}
+
+	// Over TLS with the registry's own certificate as the CA bundle.
+	tlsSrv := httptest.NewTLSServer(handler)
+	t.Cleanup(tlsSrv.Close)
+	ca := writePEM(t, t.TempDir(), "ca.pem", "CERTIFICATE", tlsSrv.Certificate().Raw)
+	got = nil
+	c := &chartFlags{}
+	c.path.Username, c.path.Password, c.path.CaFile = "robot", "s3cret", ca
+	rc, err := c.registryClient(cli.New(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rc.Tags(strings.TrimPrefix(tlsSrv.URL, "https://") + "/charts/web")
+	if len(got) == 0 || (err != nil && strings.Contains(err.Error(), "certificate")) {
+		t.Errorf("with --ca-file, the registry was not reached over TLS: %v (saw %v)", err, got)
 	}
 }

@@ -360,3 +360,47 @@ func TestDiffRefusesBeforeRendering(t *testing.T) {
 		t.Errorf("--dry-run=server: mode %q, error %v", d.dryRunMode, err)
 	}
 }
+
+// TestValuesMode: helm's three values flags, each alone, none, and any
+// two together refused.
+func TestValuesMode(t *testing.T) {
+	for _, tt := range []struct {
+		reset, reuse, resetThen bool
+		want                    release.ValuesMode
+		wantErr                 bool
+	}{
+		{want: release.ValuesDefault},
+		{reset: true, want: release.ValuesReset},
+		{reuse: true, want: release.ValuesReuse},
+		{resetThen: true, want: release.ValuesResetThenReuse},
+		{reset: true, reuse: true, wantErr: true},
+		{reuse: true, resetThen: true, wantErr: true},
+		{reset: true, resetThen: true, wantErr: true},
+	} {
+		got, err := valuesMode(tt.reset, tt.reuse, tt.resetThen)
+		if (err != nil) != tt.wantErr || !tt.wantErr && got != tt.want {
+			t.Errorf("valuesMode(%v, %v, %v) = %v, %v", tt.reset, tt.reuse, tt.resetThen, got, err)
+		}
+	}
+}
+
+// TestFlagValueDefaults: --wait and --server-side print helm 4's default
+// when unset (hookOnly, auto) and the value set otherwise.
+func TestFlagValueDefaults(t *testing.T) {
+	var strategy kube.WaitStrategy
+	w := waitValue{&strategy}
+	if w.String() != "hookOnly" {
+		t.Errorf("--wait unset: %s", w.String())
+	}
+	if err := w.Set("legacy"); err != nil || w.String() != "legacy" {
+		t.Errorf("--wait=legacy: %s, %v", w.String(), err)
+	}
+	var mode string
+	s := serverSideValue{&mode}
+	if s.String() != "auto" {
+		t.Errorf("--server-side unset: %s", s.String())
+	}
+	if err := s.Set("false"); err != nil || s.String() != "false" {
+		t.Errorf("--server-side=false: %s, %v", s.String(), err)
+	}
+}

@@ -54,3 +54,27 @@ func TestInjectorsCommands(t *testing.T) {
 		t.Errorf("injectors verify with a changed version: exit %d: %s", code, errOut)
 	}
 }
+
+// TestInjectorsLockSaysWhenNothingChanged: lock on a locked library says
+// so, and only then.
+func TestInjectorsLockSaysWhenNothingChanged(t *testing.T) {
+	lib := t.TempDir()
+	if err := os.CopyFS(lib, os.DirFS(filepath.Join("..", "..", "fixtures", "injectors", "library"))); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "injectors", "lock", "--injector-library", lib)
+	if code != 0 || out != "every version was already locked\n" {
+		t.Errorf("lock of a locked library: exit %d: %q %s", code, out, errOut)
+	}
+	def, err := os.ReadFile(filepath.Join(lib, "sidecar", "1.0.0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lib, "sidecar", "1.0.1.yaml"), []byte(strings.Replace(string(def), "1.0.0", "1.0.1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runCLI(t, "injectors", "lock", "--injector-library", lib)
+	if code != 0 || out != "locked sidecar@1.0.1\n" {
+		t.Errorf("lock of a new version: exit %d: %q %s", code, out, errOut)
+	}
+}

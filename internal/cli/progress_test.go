@@ -34,3 +34,20 @@ func TestProgressMode(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressReporter: a valid --progress gives a reporter that prints
+// (plain) or nothing (none); an unknown mode is refused.
+func TestProgressReporter(t *testing.T) {
+	var out bytes.Buffer
+	r, err := progressReporter("plain", &out)
+	if err != nil || r == nil {
+		t.Fatalf("--progress=plain: %v, %v", r, err)
+	}
+	r.Line("a step")
+	if out.String() != "progress: a step\n" {
+		t.Errorf("plain reporter printed %q", out.String())
+	}
+	if _, err := progressReporter("sometimes", &out); err == nil {
+		t.Error("--progress=sometimes accepted")
+	}
+}
