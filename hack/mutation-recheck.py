@@ -113,7 +113,9 @@ def main():
             else:
                 print(f"  recheck: still {before} {m['type']} at {f['file_name']}:{m['line']}:{m['column']}", flush=True)
     if lived_only:
-        r["rechecked"] = "lived"
+        # Added to the passes the report already had.
+        prev = r.get("rechecked") or ""
+        r["rechecked"] = prev if "lived" in prev else (prev.replace(" and ", ", ") + " and lived" if prev else "lived")
     else:
         r["rechecked"] = "not covered, timed out and lived" if lived else "not covered and timed out"
     json.dump(r, open(report, "w"), indent=1)
