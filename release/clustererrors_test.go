@@ -1,8 +1,10 @@
 package release
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -138,6 +140,16 @@ func TestNewConfiguration(t *testing.T) {
 		t.Errorf("storage driver %q, want Memory (HELM_DRIVER=memory)", got)
 	}
 	cfg.Logger().Debug("a debug line with no log handler", "n", 1)
+	// A handler given receives Helm's log.
+	var logged bytes.Buffer
+	cfg, err = NewConfiguration(s, "shop", slog.NewTextHandler(&logged, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger().Info("from helm")
+	if !strings.Contains(logged.String(), "from helm") {
+		t.Errorf("Helm's log did not reach the handler given: %q", logged.String())
+	}
 	// helm 4's CLI is the field manager "helm"; so is every apply.
 	if kube.ManagedFieldsManager != "helm" {
 		t.Errorf("the SDK's field manager is %q, want helm", kube.ManagedFieldsManager)

@@ -119,6 +119,11 @@ func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
 	}
 	// One write per document would be a system call each on a pipe.
 	bw := bufio.NewWriterSize(w, 64<<10)
+	if last == -1 && len(o.ShowOnly) == 0 {
+		// helm template prints the (empty) release manifest as an empty
+		// line before the hooks; --show-only prints documents alone.
+		_ = bw.WriteByte('\n')
+	}
 	for i, d := range docs {
 		if err := writeFramed(bw, d, i != last && d.Content != hiddenSecret); err != nil {
 			return err

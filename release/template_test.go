@@ -3,14 +3,19 @@ package release
 import (
 	"bytes"
 	"flag"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/helm-inject/helm-inject/chartify"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/internal/testfs"
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under fixtures/golden")
@@ -121,5 +126,58 @@ func TestTemplateHideSecret(t *testing.T) {
 	}
 	if !strings.Contains(hidden.String(), "kind: Deployment") {
 		t.Errorf("--hide-secret left out other documents:\n%s", hidden.String())
+	}
+}
+
+// TestWriteManifestsFramesAsHelm4: the bytes helm 4.3.2's `helm template`
+// prints (captured from it) for a chart whose two hooks are all it
+// renders, and for a ConfigMap and a Secret with --output-dir and
+// --hide-secret's stored manifest.
+func TestWriteManifestsFramesAsHelm4(t *testing.T) {
+	doc := func(source, kind, name, hook string) manifest.Document {
+		content := "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: " + name
+		if hook != "" {
+			content += "\n  annotations: {helm.sh/hook: " + hook + "}"
+		}
+		d, err := manifest.Parse(source, content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	hooks := &chartify.Rendered{Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "hooks"}}, Documents: []manifest.Document{
+		doc("hooks/templates/hooks.yaml", "ConfigMap", "pre", "pre-install"),
+		doc("hooks/templates/hooks.yaml", "ConfigMap", "post", "post-install"),
+	}}
+	var out bytes.Buffer
+	if err := WriteManifests(&out, hooks, PrintOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const helm4 = "\n---\n# Source: hooks/templates/hooks.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pre\n  annotations: {helm.sh/hook: pre-install}\n\n" +
+		"---\n# Source: hooks/templates/hooks.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: post\n  annotations: {helm.sh/hook: post-install}\n\n"
+	if diff := cmp.Diff(helm4, out.String()); diff != "" {
+		t.Errorf("hooks only (-helm 4 +helm-inject)\n%s", diff)
+	}
+	out.Reset()
+	if err := WriteManifests(&out, hooks, PrintOptions{ShowOnly: []string{"templates/hooks.yaml"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "---\n# Source: hooks/templates/hooks.yaml\n") {
+		t.Errorf("--show-only prints an empty line first:\n%q", out.String())
+	}
+
+	two := &chartify.Rendered{Documents: []manifest.Document{doc("two/templates/both.yaml", "Secret", "s", ""), doc("two/templates/both.yaml", "ConfigMap", "a", "")}}
+	dir := t.TempDir()
+	if err := WriteManifestsToDir(dir, two, PrintOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "two", "templates", "both.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dirHelm4 = "---\n# Source: two/templates/both.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n\n" +
+		"---\n# Source: two/templates/both.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n"
+	if diff := cmp.Diff(dirHelm4, string(got)); diff != "" {
+		t.Errorf("--output-dir (-helm 4 +helm-inject)\n%s", diff)
 	}
 }
