@@ -477,3 +477,46 @@ func TestWriteKeptChart(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderSubNotes: the top chart's NOTES.txt is the notes; with
+// --render-subchart-notes each subchart's follows it, in path order.
+func TestRenderSubNotes(t *testing.T) {
+	sub := func(name, notes string) *chart.Chart {
+		return &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: "0.1.0"},
+			Templates: []*common.File{{Name: "templates/NOTES.txt", Data: []byte(notes)}}}
+	}
+	top := sub("top", "top notes")
+	top.AddDependency(sub("b", "b notes"), sub("a", "a notes"))
+	for _, tt := range []struct {
+		subNotes bool
+		want     string
+	}{{false, "top notes"}, {true, "top notes\na notes\nb notes"}} {
+		r, err := Render(top, nil, RenderOptions{ReleaseName: "r", Namespace: "ns", SubNotes: tt.subNotes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Notes != tt.want {
+			t.Errorf("SubNotes %v: notes %q, want %q", tt.subNotes, r.Notes, tt.want)
+		}
+	}
+}
+
+// TestTempChartRecordsTheRenderedDigest: the digest of what was rendered
+// is an annotation of the temporary chart when given, and absent when not.
+func TestTempChartRecordsTheRenderedDigest(t *testing.T) {
+	r := renderWebapp(t, nil)
+	ch, err := BuildTempChart(r, r.Documents, TempChartOptions{Source: webapp, RenderedDigest: "sha256:abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ch.Metadata.Annotations[AnnotationRendered]; got != "sha256:abc" {
+		t.Errorf("annotation %s = %q", AnnotationRendered, got)
+	}
+	ch, err = BuildTempChart(r, r.Documents, TempChartOptions{Source: webapp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ch.Metadata.Annotations[AnnotationRendered]; ok {
+		t.Errorf("annotation %s = %q without a digest", AnnotationRendered, got)
+	}
+}
