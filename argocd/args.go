@@ -164,7 +164,7 @@ func (r *Request) injectorArgs(root, appDir string, pol Policy) ([]string, error
 	for _, line := range named {
 		args = append(args, "--inject", line)
 	}
-	pins, err := r.readPins(root, appDir)
+	pinsPath, pins, err := r.readPins(root, appDir)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (r *Request) injectorArgs(root, appDir string, pol Policy) ([]string, error
 		}
 	}
 	if len(with) > 0 {
-		builtins, err := r.builtinArgs(root, appDir, pol, with)
+		builtins, err := r.builtinArgs(root, appDir, pol, with, pinsPath)
 		if err != nil {
 			return nil, err
 		}
@@ -186,16 +186,18 @@ func (r *Request) injectorArgs(root, appDir string, pol Policy) ([]string, error
 	return args, checkPinsUsed(pins, with)
 }
 
-// readPins reads the application's pins file, if it has one.
-func (r *Request) readPins(root, appDir string) (inject.Pins, error) {
+// readPins reads the application's pins file, if it has one, and returns
+// the path it resolves to ("" when there is none).
+func (r *Request) readPins(root, appDir string) (string, inject.Pins, error) {
 	path, err := inRepo(root, appDir, "pins file", inject.PinsFileName)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return inject.ReadPins(path)
+	pins, err := inject.ReadPins(path)
+	return path, pins, err
 }
 
 // checkPinsUsed refuses pins of an injector "with" does not name (an
@@ -244,8 +246,9 @@ func (r *Request) chart(appDir string) (root, chart string, err error) {
 }
 
 // builtinArgs are the flags of the built-in injectors: the library, the
-// injectors with their parameters, and the app's pins.
-func (r *Request) builtinArgs(root, appDir string, pol Policy, with []string) ([]string, error) {
+// injectors with their parameters, and the app's pins file (pins, the
+// path readPins resolved; "" when the app has none).
+func (r *Request) builtinArgs(root, appDir string, pol Policy, with []string, pins string) ([]string, error) {
 	p := r.Params
 	lib := p.InjectorLibrary
 	if lib != "" {
@@ -256,13 +259,9 @@ func (r *Request) builtinArgs(root, appDir string, pol Policy, with []string) ([
 	} else if lib = pol.Library; lib == "" {
 		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or set %s on the plugin's sidecar", strings.Join(with, ", "), ParamInjectorLibrary, EnvLibrary)
 	}
-	pins, err := inRepo(root, appDir, "pins file", inject.PinsFileName)
-	if errors.Is(err, fs.ErrNotExist) {
+	if pins == "" {
 		return nil, fmt.Errorf("built-in injectors %s have no %s in %s: run \"helm-inject argocd pin --injector-library LIB --with %s %s\" and commit the file",
 			strings.Join(with, ", "), inject.PinsFileName, r.SourcePathOr("the application's folder"), strings.Join(with, " --with "), r.SourcePathOr("DIR"))
-	}
-	if err != nil {
-		return nil, err
 	}
 	args := []string{"--injector-library", lib}
 	for _, w := range with {
