@@ -46,15 +46,16 @@ func newArgocdGenerateCommand() *cobra.Command {
 		Long: `Print the application's manifests with sidecars injected, for Argo CD.
 
 Reads ARGOCD_APP_NAME (the release name, without Argo CD's "<namespace>_"
-prefix, unless the release-name parameter gives one), ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION,
+prefix, unless the release-name parameter gives one),
+ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION,
 KUBE_API_VERSIONS and the plugin parameters (ARGOCD_APP_PARAMETERS, and
 ARGOCD_ENV_* entries). Under Argo CD's cmp-server, the repository is the
 folder it unpacked the request into (so it works when the repo-server
 sends only an application's manifest-generate-paths). A chart dependency
 missing from charts/ is packaged from its file:// folder in the
-repository; nothing is downloaded. Only objects go to stdout; on any error nothing is
-printed there and the exit code is not zero, so Argo CD never prunes an
-application because of a failed render.
+repository; nothing is downloaded. Only objects go to stdout; on any
+error nothing is printed there and the exit code is not zero, so Argo CD
+never prunes an application because of a failed render.
 
 The plugin's operator sets, on the sidecar: HELM_INJECT_ALLOWED_COMMANDS
 (the programs external injectors may run; none when unset) and
@@ -126,9 +127,10 @@ func newArgocdParametersCommand() *cobra.Command {
 		Use:   "parameters",
 		Short: "Print the plugin's parameters for the application, as JSON (the plugin's dynamic parameters command)",
 		Long: `Print, as the JSON Argo CD reads from a plugin's dynamic parameters
-command, the "chart-values" parameter: the chart's own values, flattened to
-helm's set paths such as a.b and list[0] (in the application's folder, with the chart the "chart"
-parameter names), for a person to read in Argo CD's UI. generate ignores
+command, the "chart-values" parameter: the chart's own values, flattened
+to helm's set paths such as a.b and list[0] (in the application's folder,
+with the chart the "chart" parameter names), for a person to read in Argo
+CD's UI. generate ignores
 it; values are changed with "set". The other parameters are announced
 statically in plugin.yaml. It answers for an application that has no name
 yet (Argo CD's New App panel asks before there is one).`,
