@@ -21,6 +21,14 @@ func fixtureLibrary(t *testing.T) string {
 	return dir
 }
 
+// fakeSelf stands for the running helm-inject executable.
+func fakeSelf(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	testfs.Write(t, dir, map[string]string{"self": "x"})
+	return filepath.Join(dir, "self")
+}
+
 func TestProvision(t *testing.T) {
 	top := t.TempDir()
 	testfs.Write(t, top, map[string]string{
@@ -86,8 +94,7 @@ func TestProvisionFromAConfigMapVolume(t *testing.T) {
 		}
 	}
 	dest := filepath.Join(t.TempDir(), "dest")
-	self := filepath.Join(t.TempDir(), "self")
-	testfs.Write(t, filepath.Dir(self), map[string]string{"self": "x"})
+	self := fakeSelf(t)
 	if err := Provision(dest, self, vol, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +108,7 @@ func TestProvisionFromAConfigMapVolume(t *testing.T) {
 // TestProvisionRefusesABrokenLibrary: a version not locked, a locked one
 // changed, or a locked one removed stops the provisioning, naming it.
 func TestProvisionRefusesABrokenLibrary(t *testing.T) {
-	self := filepath.Join(t.TempDir(), "self")
-	testfs.Write(t, filepath.Dir(self), map[string]string{"self": "x"})
+	self := fakeSelf(t)
 	def := func(lib string) []byte {
 		b, err := os.ReadFile(filepath.Join(lib, "sidecar", "1.0.0.yaml"))
 		if err != nil {
@@ -155,9 +161,7 @@ func TestProvisionChecksWhatItWrote(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dest := t.TempDir()
 			testfs.Write(t, dest, stale)
-			self := filepath.Join(t.TempDir(), "self")
-			testfs.Write(t, filepath.Dir(self), map[string]string{"self": "x"})
-			err := Provision(dest, self, fixtureLibrary(t), "")
+			err := Provision(dest, fakeSelf(t), fixtureLibrary(t), "")
 			if err == nil || !strings.Contains(err.Error(), "injectors") {
 				t.Errorf("error %v, want the copied library's", err)
 			}

@@ -244,35 +244,27 @@ func checkHardened(t *testing.T, c corev1.Container) {
 
 func container(t *testing.T, cs []corev1.Container, name string) corev1.Container {
 	t.Helper()
-	for _, c := range cs {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("no container %s", name)
-	return corev1.Container{}
+	return byName(t, cs, func(c corev1.Container) string { return c.Name }, name, "container")
 }
 
 func mountOf(t *testing.T, c corev1.Container, volume string) corev1.VolumeMount {
 	t.Helper()
-	for _, m := range c.VolumeMounts {
-		if m.Name == volume {
-			return m
-		}
-	}
-	t.Fatalf("container %s does not mount %s", c.Name, volume)
-	return corev1.VolumeMount{}
+	return byName(t, c.VolumeMounts, func(m corev1.VolumeMount) string { return m.Name }, volume, "mount in container "+c.Name+" of volume")
 }
 
 func volume(t *testing.T, vs []corev1.Volume, name string) corev1.Volume {
 	t.Helper()
-	for _, v := range vs {
-		if v.Name == name {
-			return v
-		}
+	return byName(t, vs, func(v corev1.Volume) string { return v.Name }, name, "volume")
+}
+
+// byName is the item of items named name, or fails the test.
+func byName[T any](t *testing.T, items []T, nameOf func(T) string, name, what string) T {
+	t.Helper()
+	i := slices.IndexFunc(items, func(it T) bool { return nameOf(it) == name })
+	if i < 0 {
+		t.Fatalf("no %s %s", what, name)
 	}
-	t.Fatalf("no volume %s", name)
-	return corev1.Volume{}
+	return items[i]
 }
 
 // ownImagePatch adds docs/argocd.md's patch for an operator's own image to
