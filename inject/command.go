@@ -29,6 +29,9 @@ type Command struct {
 	Spec string
 	// Argv is the program and its arguments, FILE placeholders intact.
 	Argv []string
+	// VersionArgv, when set, is the command that prints the program's
+	// version (istioctl version --remote=false), recorded with each run.
+	VersionArgv []string
 
 	usesFile bool
 }

@@ -27,13 +27,18 @@ type Pipeline struct {
 	// Slow, when set, is told when an injector starts and returns the
 	// function to call when it ends: progress shows one that runs long.
 	Slow func(what string) (done func())
+	// Digests caches the digests of external injectors' executables; nil
+	// hashes them on every run.
+	Digests *DigestCache
 }
 
 // Step records one injector's run: a digest of the documents it returned,
-// which identifies what an external injector added.
+// which identifies what an external injector added, and for an external
+// injector the executable that ran.
 type Step struct {
 	Injector     Injector
 	OutputDigest string
+	Program      *Program
 }
 
 // Run gives every selected document to each injector in turn (one run per
@@ -75,7 +80,13 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 		if selected, err = p.runOne(ctx, inj, selected, env, timeout); err != nil {
 			return nil, nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
 		}
-		steps = append(steps, Step{Injector: inj, OutputDigest: manifest.Digest(selected)})
+		step := Step{Injector: inj, OutputDigest: manifest.Digest(selected)}
+		if pi, ok := inj.(programIdentifier); ok {
+			if step.Program, err = pi.Program(ctx, env, p.Digests); err != nil {
+				return nil, nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
+			}
+		}
+		steps = append(steps, step)
 	}
 	out := make([]manifest.Document, len(docs))
 	copy(out, docs)

@@ -69,6 +69,10 @@ func TestPipelineRunsEachInjectorOncePerRelease(t *testing.T) {
 	if len(steps) != 2 || steps[0].OutputDigest != steps[1].OutputDigest || !strings.HasPrefix(steps[1].OutputDigest, "sha256:") {
 		t.Errorf("steps = %+v, want two with the same output digest", steps)
 	}
+	// Each step names the executable that ran it.
+	if len(steps) == 2 && (steps[0].Program == nil || steps[0].Program.Path != first || steps[1].Program == nil || steps[1].Program.Path != second || steps[0].Program.SHA256 == steps[1].Program.SHA256) {
+		t.Errorf("programs %+v and %+v, want %s and %s with their digests", steps[0].Program, steps[1].Program, first, second)
+	}
 	runs, _ := os.ReadFile(count)
 	if got := strings.Count(string(runs), "run"); got != 2 {
 		t.Errorf("injectors ran %d times for 3 documents, want 2 (once each)", got)

@@ -20,6 +20,9 @@ type Record struct {
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
 	Digest  string `json:"digest,omitempty"`
+	// Program is the executable an external injector ran; none for a
+	// built-in one, and in revisions made before helm-inject recorded it.
+	Program *Program `json:"program,omitempty"`
 }
 
 // Recorder is an Injector that says itself what a revision records of it.
@@ -41,10 +44,12 @@ func (t *TemplateInjector) Record(string) Record {
 
 // Record is what a revision records of the step's injector.
 func (s Step) Record() Record {
+	rec := Record{Name: redact.String(s.Injector.Name()), Digest: s.OutputDigest}
 	if r, ok := s.Injector.(Recorder); ok {
-		return r.Record(s.OutputDigest)
+		rec = r.Record(s.OutputDigest)
 	}
-	return Record{Name: redact.String(s.Injector.Name()), Digest: s.OutputDigest}
+	rec.Program = s.Program
+	return rec
 }
 
 // EncodeRecords is the value of RecordsAnnotation for records.

@@ -21,8 +21,9 @@ func TestStepRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []Record{Step{Injector: cmd, OutputDigest: "sha256:out"}.Record(), Step{Injector: ti, OutputDigest: "ignored"}.Record()}
-	want := []Record{{Name: "my-injector --token xxxxx FILE", Digest: "sha256:out"}, {Name: "ann", Version: "1.2.0", Digest: ti.Digest()}}
+	prog := &Program{Path: "/usr/bin/my-injector", SHA256: "sha256:0123"}
+	got := []Record{Step{Injector: cmd, OutputDigest: "sha256:out", Program: prog}.Record(), Step{Injector: ti, OutputDigest: "ignored"}.Record()}
+	want := []Record{{Name: "my-injector --token xxxxx FILE", Digest: "sha256:out", Program: prog}, {Name: "ann", Version: "1.2.0", Digest: ti.Digest()}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}

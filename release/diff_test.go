@@ -201,3 +201,35 @@ func TestSameJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectorProgramChanges: diff's reason names an external injector's
+// program when its build, version or path changes, and says when a
+// revision is the first to record it.
+func TestInjectorProgramChanges(t *testing.T) {
+	const spec = "istioctl kube-inject -f FILE"
+	old := &inject.Program{Path: "/opt/istio-1.27.1/bin/istioctl", SHA256: "sha256:aaaaaaaaaaaaaaaa", Version: "1.27.1"}
+	tests := []struct {
+		name   string
+		before *inject.Program
+		after  *inject.Program
+		want   []string
+	}{
+		{"same program", old, &inject.Program{Path: old.Path, SHA256: old.SHA256, Version: old.Version}, nil},
+		{"new version", old, &inject.Program{Path: "/opt/istio-1.28.0/bin/istioctl", SHA256: "sha256:bbbbbbbbbbbbbbbb", Version: "1.28.0"},
+			[]string{"injector " + spec + ": program istioctl 1.27.1 (sha256:aaaaaaaaaaaa) → istioctl 1.28.0 (sha256:bbbbbbbbbbbb)"}},
+		{"rebuilt, no version command", &inject.Program{Path: "/bin/inj", SHA256: "sha256:1111111111111111"}, &inject.Program{Path: "/bin/inj", SHA256: "sha256:2222222222222222"},
+			[]string{"injector " + spec + ": program inj (sha256:111111111111) → inj (sha256:222222222222)"}},
+		{"moved", old, &inject.Program{Path: "/usr/local/bin/istioctl", SHA256: old.SHA256, Version: old.Version},
+			[]string{"injector " + spec + ": program /opt/istio-1.27.1/bin/istioctl → /usr/local/bin/istioctl (the same file)"}},
+		{"first recorded", nil, old,
+			[]string{"injector " + spec + ": program istioctl 1.27.1 (sha256:aaaaaaaaaaaa) recorded (the deployed revision does not name its program)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := injectorChanges([]inject.Record{{Name: spec, Digest: "sha256:x", Program: tt.before}}, []inject.Record{{Name: spec, Digest: "sha256:y", Program: tt.after}})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

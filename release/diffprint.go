@@ -163,6 +163,10 @@ func injectorChanges(before, after []inject.Record) []string {
 			lines = append(lines, fmt.Sprintf("injector %s: %s with other parameters", r.Name, r.Version))
 			// An external injector's digest covers its whole output, which
 			// changes with any resource; the resource diffs show that.
+		case r.Program != nil && o.Program == nil:
+			lines = append(lines, fmt.Sprintf("injector %s: program %s recorded (the deployed revision does not name its program)", r.Name, r.Program.Short()))
+		case r.Program != nil && *r.Program != *o.Program:
+			lines = append(lines, programChange(r.Name, o.Program, r.Program))
 		}
 	}
 	for _, r := range before {
@@ -171,6 +175,16 @@ func injectorChanges(before, after []inject.Record) []string {
 		}
 	}
 	return lines
+}
+
+// programChange says how an external injector's program changed: another
+// build or version ("istioctl 1.27.1 (sha256:…) → istioctl 1.28.0
+// (sha256:…)"), or the same file at another path.
+func programChange(name string, before, after *inject.Program) string {
+	if before.SHA256 == after.SHA256 && before.Version == after.Version {
+		return fmt.Sprintf("injector %s: program %s → %s (the same file)", name, before.Path, after.Path)
+	}
+	return fmt.Sprintf("injector %s: program %s → %s", name, before.Short(), after.Short())
 }
 
 func versionSuffix(r inject.Record) string {

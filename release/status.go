@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"slices"
 
 	"helm.sh/helm/v4/pkg/action"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -21,6 +22,16 @@ type InjectorState struct {
 	// Newest is the library's newest version, when a library was given.
 	Newest   string `json:"newest,omitempty"`
 	Outdated bool   `json:"outdated"`
+	// Program is the executable an external injector ran.
+	Program *inject.Program `json:"program,omitempty"`
+}
+
+// RevisionInjectors is what one revision of a release recorded of its
+// injectors.
+type RevisionInjectors struct {
+	Revision  int             `json:"revision"`
+	Status    string          `json:"status"`
+	Injectors []inject.Record `json:"injectors"`
 }
 
 // WorkloadState is what the built-in injectors added to one workload.
@@ -42,6 +53,9 @@ type ReleaseState struct {
 	Injectors []InjectorState `json:"injectors"`
 	Outdated  bool            `json:"outdated"`
 	Workloads []WorkloadState `json:"workloads,omitempty"`
+	// History is every stored revision's injectors, oldest first (status
+	// only).
+	History []RevisionInjectors `json:"history,omitempty"`
 }
 
 // Status reads one release's injectors and per-workload injections from
@@ -69,6 +83,9 @@ func (s *Status) Run(name string) (*ReleaseState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
+	if st.History, err = s.history(name); err != nil {
+		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
 	docs, err := releaseDocuments(rel, nil)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
@@ -86,6 +103,28 @@ func (s *Status) Run(name string) (*ReleaseState, error) {
 		}
 	}
 	return st, nil
+}
+
+// history reads what every stored revision recorded of its injectors.
+func (s *Status) history(name string) ([]RevisionInjectors, error) {
+	found, err := s.cfg.Releases.History(name)
+	if err != nil {
+		return nil, err
+	}
+	rels, err := V1Releases(found)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rels, func(a, b *release.Release) int { return a.Version - b.Version })
+	out := make([]RevisionInjectors, 0, len(rels))
+	for _, r := range rels {
+		recs, err := revisionRecords(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, RevisionInjectors{Revision: r.Version, Status: r.Info.Status.String(), Injectors: append([]inject.Record{}, recs...)})
+	}
+	return out, nil
 }
 
 // IsManaged reports whether helm-inject made a release.
@@ -107,7 +146,7 @@ func releaseState(rel *release.Release, lib *inject.Library) (*ReleaseState, err
 			return nil, err
 		}
 		for _, r := range recs {
-			is := InjectorState{Name: r.Name, Version: r.Version}
+			is := InjectorState{Name: r.Name, Version: r.Version, Program: r.Program}
 			if lib != nil && r.Version != "" {
 				if newest := lib.Newest(r.Name); newest != nil {
 					is.Newest = newest.Version

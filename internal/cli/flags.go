@@ -198,6 +198,7 @@ func (l injectorList) Set(s string) error {
 type injectFlags struct {
 	items     []injectorFlag
 	withSet   []string
+	versions  []string
 	library   string
 	timeout   time.Duration
 	skipHooks bool
@@ -218,8 +219,12 @@ func (i *injectFlags) add(f *pflag.FlagSet) {
 // declared parses every injector, and loads the library for built-in
 // ones, before anything runs.
 func (i *injectFlags) declared() (*inject.Declared, error) {
-	p := &inject.Declared{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests}
+	p := &inject.Declared{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests, Digests: inject.DefaultDigestCache()}
 	params, err := parseWithSet(i.withSet)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := parseInjectorVersions(i.versions)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +258,10 @@ func (i *injectFlags) declared() (*inject.Declared, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %w", it.kind, err)
 			}
+			if v, ok := versions[filepath.Base(c.Argv[0])]; ok {
+				c.VersionArgv = v
+				used["version:"+filepath.Base(c.Argv[0])] = true
+			}
 			p.Specs = append(p.Specs, c)
 		}
 	}
@@ -261,7 +270,30 @@ func (i *injectFlags) declared() (*inject.Declared, error) {
 			return nil, fmt.Errorf("--with-set %s...: no --with %s", name, name)
 		}
 	}
+	for program := range versions {
+		if !used["version:"+program] {
+			return nil, fmt.Errorf("--injector-version %s=...: no --injector or --inject runs %s", program, program)
+		}
+	}
 	return p, nil
+}
+
+// parseInjectorVersions reads PROGRAM=COMMAND flags into the version
+// command of each program (by file name).
+func parseInjectorVersions(flags []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, f := range flags {
+		program, line, ok := strings.Cut(f, "=")
+		if !ok || program == "" || strings.TrimSpace(line) == "" {
+			return nil, fmt.Errorf("--injector-version %q: want PROGRAM=COMMAND, e.g. istioctl=istioctl version --remote=false", f)
+		}
+		c, err := inject.ParseCommand(line)
+		if err != nil {
+			return nil, fmt.Errorf("--injector-version %s: %w", program, err)
+		}
+		out[program] = c.Argv
+	}
+	return out, nil
 }
 
 // parseWithSet reads NAME.PARAM=VALUE flags into parameters per injector,

@@ -33,6 +33,9 @@ type releaseInputs struct {
 func (in *releaseInputs) add(f *pflag.FlagSet) {
 	in.chart.add(f)
 	in.injectors.add(f)
+	// Only where a revision records the program: template and post-render
+	// record nothing.
+	f.StringArrayVar(&in.injectors.versions, "injector-version", nil, "how to ask an external injector's program its version, recorded with each revision: PROGRAM=COMMAND, e.g. \"istioctl=istioctl version --remote=false\" (repeatable)")
 	f.StringVar(&in.inputs.InjectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.BoolVar(&in.resetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
 	f.BoolVar(&in.reuseValues, "reuse-values", false, "when upgrading, reuse the last release's values and merge in any overrides")

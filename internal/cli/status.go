@@ -92,11 +92,12 @@ Only the Helm release (its Secret in the cluster) is read.`,
 			}
 			fmt.Fprintf(w, "NAME: %s\nNAMESPACE: %s\nREVISION: %d\nSTATUS: %s\nCHART: %s\nSOURCE: %s\n\n", rs.Name, rs.Namespace, rs.Revision, rs.Status, rs.Chart, rs.Source)
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "INJECTOR\tVERSION\tNEWEST\tOUTDATED")
+			fmt.Fprintln(tw, "INJECTOR\tVERSION\tPROGRAM\tNEWEST\tOUTDATED")
 			for _, in := range rs.Injectors {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, dash(in.Version), dash(in.Newest), yes(in.Outdated))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Name, dash(in.Version), dash(in.Program.Short()), dash(in.Newest), yes(in.Outdated))
 			}
 			tw.Flush()
+			writeInjectorHistory(w, rs.History)
 			if len(rs.Workloads) > 0 {
 				fmt.Fprintln(w)
 				tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -166,11 +167,7 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 			for _, r := range rels {
 				var inj []string
 				for _, in := range r.Injectors {
-					s := in.Name
-					if in.Version != "" {
-						s += "@" + in.Version
-					}
-					inj = append(inj, s)
+					inj = append(inj, injectorSummary(in.Name, in.Version, in.Program))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.Namespace, r.Revision, r.Status, r.Chart, strings.Join(inj, ", "), yes(r.Outdated))
 			}
@@ -181,6 +178,38 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 	cmd.Flags().StringVar(&library, "injector-library", defaultLibrary, "the injector library, for the OUTDATED column (optional)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
+}
+
+// injectorSummary is one injector in a line: name@version for a built-in
+// one, the spec and its program for an external one.
+func injectorSummary(name, version string, program *inject.Program) string {
+	s := name
+	if version != "" {
+		s += "@" + version
+	}
+	if program != nil {
+		s += " [" + program.Short() + "]"
+	}
+	return s
+}
+
+// writeInjectorHistory prints what each revision recorded, so that a
+// program or version change shows where it happened.
+func writeInjectorHistory(w io.Writer, history []release.RevisionInjectors) {
+	if len(history) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tSTATUS\tINJECTORS")
+	for _, h := range history {
+		var inj []string
+		for _, r := range h.Injectors {
+			inj = append(inj, injectorSummary(r.Name, r.Version, r.Program))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", h.Revision, h.Status, dash(strings.Join(inj, ", ")))
+	}
+	tw.Flush()
 }
 
 func dash(s string) string {

@@ -107,6 +107,19 @@ func TestTemplateFlags(t *testing.T) {
 	if all, noHooks, noTests := count(), count("--skip-inject-hooks"), count("--skip-inject-tests"); all != 4 || noHooks != 2 || noTests != 3 {
 		t.Errorf("injected documents: %d of all, %d with --skip-inject-hooks, %d with --skip-inject-tests; want 4, 2, 3", all, noHooks, noTests)
 	}
+	// diff's --injector-version must name a program that an injector
+	// runs, as PROGRAM=COMMAND; both are checked before the cluster is
+	// asked anything (the kubeconfig here does not exist).
+	for _, tt := range []struct{ version, want string }{
+		{"istioctl=istioctl version", "--injector-version istioctl=...: no --injector or --inject runs istioctl"},
+		{"mark.sh", `--injector-version "mark.sh": want PROGRAM=COMMAND`},
+		{"mark.sh=", `--injector-version "mark.sh=": want PROGRAM=COMMAND`},
+	} {
+		_, errOut, code := runCLI(t, "diff", "r", chart, "--kubeconfig", "/nonexistent", "--inject", marker, "--injector-version", tt.version)
+		if code == 0 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("--injector-version %s: exit %d, stderr %q; want %q", tt.version, code, errOut, tt.want)
+		}
+	}
 	// --set-file reads a value from a file.
 	motd := filepath.Join(t.TempDir(), "raw.txt")
 	if err := os.WriteFile(motd, []byte("from a file"), 0o600); err != nil {
