@@ -90,18 +90,8 @@ build_kubernetes() {
   for c in "${cmds[@]}"; do fresh "$c" "$KUBERNETES_VERSION" || all_fresh=0; done
   ((all_fresh)) && return
   log "building ${cmds[*]} $KUBERNETES_VERSION (10-15 minutes on a cold cache)"
-  local dir="$src/kubernetes" staging=v0.${KUBERNETES_VERSION#v1.}
-  rm -rf "$dir" && mkdir -p "$dir"
-  local gomod
-  gomod=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
-  {
-    printf 'module helm-inject.local/tools/kubernetes\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$KUBERNETES_VERSION"
-    # The sample modules are not published on the module proxy; nothing we build needs them.
-    sed -n '/^replace (/,/^)/p' "$gomod" | awk '/=> \.\/staging/ {print $1}' |
-      grep -v -e sample-cli-plugin -e sample-controller |
-      while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging"; done
-    printf ')\n'
-  } >"$dir/go.mod"
+  local dir="$src/kubernetes"
+  kubernetes_module "$dir"
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION"
   local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
   ld+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
@@ -113,6 +103,41 @@ build_kubernetes() {
     done
   )
   for c in "${cmds[@]}"; do stamp "$c" "$KUBERNETES_VERSION"; done
+}
+
+# kubernetes_module DIR writes the wrapper module that builds commands of
+# k8s.io/kubernetes at $KUBERNETES_VERSION.
+kubernetes_module() {
+  local dir=$1 staging=v0.${KUBERNETES_VERSION#v1.}
+  rm -rf "$dir" && mkdir -p "$dir"
+  local gomod
+  gomod=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  {
+    printf 'module helm-inject.local/tools/kubernetes\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$KUBERNETES_VERSION"
+    # The sample modules are not published on the module proxy; nothing we build needs them.
+    sed -n '/^replace (/,/^)/p' "$gomod" | awk '/=> \.\/staging/ {print $1}' |
+      grep -v -e sample-cli-plugin -e sample-controller |
+      while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging"; done
+    printf ')\n'
+  } >"$dir/go.mod"
+}
+
+# kubectl, for the tests that edit live objects as an operator does
+# (kubectl patch): its own wrapper module, so that adding it does not
+# rebuild the control plane.
+build_kubectl() {
+  fresh kubectl "$KUBERNETES_VERSION" && return
+  log "building kubectl $KUBERNETES_VERSION (about 3 minutes on a cold cache)"
+  local dir="$src/kubectl"
+  kubernetes_module "$dir"
+  local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+  (
+    cd "$dir"
+    go get "k8s.io/kubernetes/cmd/kubectl@$KUBERNETES_VERSION"
+    go build -trimpath -ldflags "$ld" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl
+  )
+  stamp kubectl "$KUBERNETES_VERSION"
 }
 
 # istioctl, plus the istio-discovery chart it ships: the tests render that
@@ -194,10 +219,11 @@ build() {
     helm4) build_helm4 ;;
     etcd) build_etcd ;;
     kubernetes | kube-apiserver | kube-controller-manager | kube-scheduler) build_kubernetes ;;
+    kubectl) build_kubectl ;;
     *) echo "tools: unknown tool $1" >&2; exit 2 ;;
   esac
 }
 
-if (($# == 0)); then set -- etcd kubernetes helm kwok istioctl helmfile helm4 goreleaser; fi
+if (($# == 0)); then set -- etcd kubernetes kubectl helm kwok istioctl helmfile helm4 goreleaser; fi
 for t in "$@"; do build "$t"; done
 log "ready in $bin"

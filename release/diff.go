@@ -30,6 +30,10 @@ type Diff struct {
 	// would be given: "true" or "false" differing from the deployed
 	// revision's is a change, as for apply.
 	ServerSide string
+	// ThreeWayMerge compares with the live objects instead of the release
+	// record (helm-diff's --three-way-merge): drift shows, and
+	// HasChanges means the cluster differs from what apply would send.
+	ThreeWayMerge bool
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
@@ -70,6 +74,9 @@ type DiffResult struct {
 	// InjectorsBefore and InjectorsAfter are the injectors recorded in the
 	// deployed revision and the ones this apply would record.
 	InjectorsBefore, InjectorsAfter []inject.Record
+	// Drift (--three-way-merge) is what the cluster added to the objects
+	// that an apply keeps.
+	Drift []string
 }
 
 // Run computes the changes for release name.
@@ -94,14 +101,33 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	res.Changes, res.Reasons = dec.Changes, dec.Reasons
+	if d.ThreeWayMerge && p.current != nil {
+		if res.Changes, res.Drift, err = d.threeWay(ctx, p); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+	}
 	return res, nil
+}
+
+// threeWay replaces the changes with the ones against the live objects
+// and adds a reason for each thing the cluster added that an apply keeps.
+func (d *Diff) threeWay(ctx context.Context, p *plan) ([]Change, []string, error) {
+	c, err := newLiveClients(d.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	recorded, err := releaseDocuments(p.current, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return threeWay(ctx, c, p, recorded)
 }
 
 // HasChanges reports whether apply, given the same inputs, would store a
 // new revision: a resource, the injectors, the chart, the values or the
 // labels change, or the release is not installed yet.
 func (r *DiffResult) HasChanges() bool {
-	return len(r.Changes) > 0 || len(r.Reasons) > 0
+	return len(r.Changes) > 0 || len(r.Reasons) > 0 || len(r.Drift) > 0
 }
 
 // releaseDocuments splits a stored revision back into documents: the

@@ -109,6 +109,9 @@ func WriteDiff(w io.Writer, r *DiffResult, o DiffPrintOptions) error {
 	for _, line := range r.Reasons {
 		fmt.Fprintln(&b, paint(colorBold, line))
 	}
+	for _, line := range r.Drift {
+		fmt.Fprintln(&b, paint(colorBold, "drift: "+line))
+	}
 	for _, c := range changes {
 		header := fmt.Sprintf("%s, %s, %s (%s) has %s:", c.ID.Namespace, c.ID.Name, c.ID.Kind, c.ID.APIVersion, verb(c.Type))
 		if c.Hook {
@@ -247,7 +250,8 @@ func writeDiffJSON(w io.Writer, r *DiffResult, changes []Change) error {
 		InjectorsBefore []inject.Record `json:"injectorsBefore"`
 		InjectorsAfter  []inject.Record `json:"injectorsAfter"`
 		Changes         []jsonChange    `json:"changes"`
-	}{Release: r.Release, Installed: r.Installed, NewRevision: r.HasChanges(), Reasons: append([]string{}, r.Reasons...), InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
+		Drift           []string        `json:"drift,omitempty"`
+	}{Drift: r.Drift, Release: r.Release, Installed: r.Installed, NewRevision: r.HasChanges(), Reasons: append([]string{}, r.Reasons...), InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
 	for _, c := range changes {
 		out.Changes = append(out.Changes, jsonChange{
 			Change: c.Type, APIVersion: c.ID.APIVersion, Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name,

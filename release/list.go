@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"fmt"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -13,13 +14,15 @@ type List struct {
 	cfg           *action.Configuration
 	AllNamespaces bool
 	Library       *inject.Library
+	// Live, when set, adds what runs in the cluster to every release.
+	Live *Live
 }
 
 // NewList returns a List bound to a Helm configuration.
 func NewList(cfg *action.Configuration) *List { return &List{cfg: cfg} }
 
 // Run lists the managed releases, sorted by namespace and name.
-func (l *List) Run() ([]*ReleaseState, error) {
+func (l *List) Run(ctx context.Context) ([]*ReleaseState, error) {
 	ls := action.NewList(l.cfg)
 	ls.AllNamespaces = l.AllNamespaces
 	ls.All = true
@@ -33,6 +36,7 @@ func (l *List) Run() ([]*ReleaseState, error) {
 		return nil, fmt.Errorf("listing releases: %w", err)
 	}
 	out := []*ReleaseState{}
+	var clients liveClients
 	for _, r := range rels {
 		if !IsManaged(r) {
 			continue
@@ -40,6 +44,16 @@ func (l *List) Run() ([]*ReleaseState, error) {
 		st, err := releaseState(r, l.Library)
 		if err != nil {
 			return nil, fmt.Errorf("release %q in namespace %q: %w", r.Name, r.Namespace, err)
+		}
+		if l.Live != nil {
+			if clients.typed == nil {
+				if clients, err = newLiveClients(l.cfg); err != nil {
+					return nil, err
+				}
+			}
+			if st.Live, err = l.Live.Run(ctx, clients, r); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, st)
 	}

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -56,6 +57,8 @@ type ReleaseState struct {
 	// History is every stored revision's injectors, oldest first (status
 	// only).
 	History []RevisionInjectors `json:"history,omitempty"`
+	// Live is what runs in the cluster (--live only).
+	Live *LiveState `json:"live,omitempty"`
 }
 
 // Status reads one release's injectors and per-workload injections from
@@ -64,13 +67,15 @@ type Status struct {
 	cfg *action.Configuration
 	// Library, when set, supplies the newest versions for OUTDATED.
 	Library *inject.Library
+	// Live, when set, adds what runs in the cluster.
+	Live *Live
 }
 
 // NewStatus returns a Status bound to a Helm configuration.
 func NewStatus(cfg *action.Configuration) *Status { return &Status{cfg: cfg} }
 
 // Run reports on release name.
-func (s *Status) Run(name string) (*ReleaseState, error) {
+func (s *Status) Run(ctx context.Context, name string) (*ReleaseState, error) {
 	found, err := s.cfg.Releases.Last(name)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
@@ -85,6 +90,15 @@ func (s *Status) Run(name string) (*ReleaseState, error) {
 	}
 	if st.History, err = s.history(name); err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
+	}
+	if s.Live != nil {
+		c, err := newLiveClients(s.cfg)
+		if err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+		if st.Live, err = s.Live.Run(ctx, c, rel); err != nil {
+			return nil, err
+		}
 	}
 	docs, err := releaseDocuments(rel, nil)
 	if err != nil {

@@ -60,23 +60,23 @@ func TestStatusAndListReadRecords(t *testing.T) {
 	old, _ := V1Release(found)
 	old.Info.Status = rcommon.StatusSuperseded
 	_ = cfg.Releases.Update(old)
-	st, err := NewStatus(cfg).Run("web")
+	st, err := NewStatus(cfg).Run(t.Context(), "web")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Revision != 2 || len(st.Injectors) != 2 || st.Injectors[0].Version != "1.1.0" || st.Injectors[1].Name != "sidecar-injector f=FILE" || st.Source != "./api" {
 		t.Errorf("status = %+v", st)
 	}
-	list, err := NewList(cfg).Run()
+	list, err := NewList(cfg).Run(t.Context())
 	if err != nil || len(list) != 1 || list[0].Name != "web" {
 		t.Errorf("list = %v, %v", list, err)
 	}
 
 	broken := memoryConfig(t, revision("bad", "shop", 1, `[{"name":`))
-	if _, err := NewStatus(broken).Run("bad"); err == nil || !strings.Contains(err.Error(), `release "bad": revision 1: reading the helm-inject.io/injectors annotation`) {
+	if _, err := NewStatus(broken).Run(t.Context(), "bad"); err == nil || !strings.Contains(err.Error(), `release "bad": revision 1: reading the helm-inject.io/injectors annotation`) {
 		t.Errorf("status of a broken record: %v", err)
 	}
-	if _, err := NewList(broken).Run(); err == nil || !strings.Contains(err.Error(), `release "bad" in namespace "shop"`) {
+	if _, err := NewList(broken).Run(t.Context()); err == nil || !strings.Contains(err.Error(), `release "bad" in namespace "shop"`) {
 		t.Errorf("list with a broken record: %v", err)
 	}
 }

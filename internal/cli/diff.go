@@ -21,6 +21,15 @@ the deployed revision's manifest and hooks, resource by resource.
 Secret values are masked unless --show-secrets. With --detailed-exitcode the
 exit code is 2 when there are changes, 0 when there are none and 1 on error.
 
+With --three-way-merge (helm-diff's flag) each object is compared with its
+live object instead of the release record: the fields the new manifest sets
+as the cluster has them now (defaults the API server adds left out) against
+the new manifest, so drift shows before an apply. A container, init
+container or volume the cluster added shows too, with a "drift:" line: an
+apply does not remove it (see docs/live.md). Hooks are compared with the
+release record. --detailed-exitcode then exits 2 when the cluster differs
+from what apply would send.
+
 "diff upgrade [--allow-unreleased] NAME CHART" is the same command in
 helm-diff's spelling.`
 
@@ -29,6 +38,7 @@ type diffFlags struct {
 	unreleased    bool
 	install       bool
 	detailedExit  bool
+	threeWay      bool
 	print         release.DiffPrintOptions
 	output        string
 	color         bool
@@ -76,7 +86,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	noop(f, "find-renames", "D", noopString(), "resources are paired by kind, namespace and name; a renamed one shows as removed and added")
 	noop(f, "take-ownership", "", noopBool(), "the diff is against the release record; resources an apply would take over show as added")
 	noop(f, "adopt", "", noopString(), "the diff is against the release record; resources an apply would adopt show as added")
-	refuse(f, "three-way-merge", "", true, "diff compares with the release record; use kubectl diff for the live objects")
+	f.BoolVar(&d.threeWay, "three-way-merge", false, "compare with the live objects instead of the release record: drift shows (see docs/live.md)")
 	refuse(f, "suppress-annotation", "", false, "use --suppress-output-line-regex")
 	refuse(f, "suppress-label", "", false, "use --suppress-output-line-regex")
 }
@@ -174,6 +184,7 @@ func (d *diffFlags) newDiff(l *loaded) (*release.Diff, error) {
 	df.Render = rf
 	df.AllowUnreleased = d.unreleased || d.install
 	df.ServerSide = d.serverSide
+	df.ThreeWayMerge = d.threeWay
 	return df, nil
 }
 

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/cli"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helm-inject/helm-inject/drift"
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -62,18 +66,78 @@ func writeStructured(w io.Writer, format string, v any) (bool, error) {
 	return true, fmt.Errorf("unknown output format %q (want table, json or yaml)", format)
 }
 
+// liveFlags are status's and list's --live and what goes with it.
+type liveFlags struct {
+	live         bool
+	ignore       []string
+	detailedExit bool
+}
+
+func (l *liveFlags) add(f *pflag.FlagSet) {
+	f.BoolVar(&l.live, "live", false, "also read the cluster: the objects that drifted from the release's manifest, and each workload's pods by template with their injectors and images")
+	f.StringArrayVar(&l.ignore, "ignore-drift", nil, "with --live, a field another controller owns, not drift: [KIND[/NAME]:]/JSON/POINTER, e.g. Deployment/web:/spec/replicas (repeatable)")
+	f.BoolVar(&l.detailedExit, "detailed-exitcode", false, "with --live, exit 2 when an object drifted or pods of an older template run")
+}
+
+// viewer is the Live the flags ask for; nil without --live. Every rule is
+// read before the cluster is asked anything.
+func (l *liveFlags) viewer() (*release.Live, error) {
+	if !l.live {
+		if l.detailedExit || len(l.ignore) > 0 {
+			return nil, errors.New("--detailed-exitcode and --ignore-drift need --live")
+		}
+		return nil, nil
+	}
+	v := &release.Live{}
+	for _, s := range l.ignore {
+		r, err := drift.ParseIgnore(s)
+		if err != nil {
+			return nil, fmt.Errorf("--ignore-drift: %w", err)
+		}
+		v.Ignore = append(v.Ignore, r)
+	}
+	return v, nil
+}
+
+// exit is --detailed-exitcode's answer for the releases shown.
+func (l *liveFlags) exit(states ...*release.ReleaseState) error {
+	if !l.detailedExit {
+		return nil
+	}
+	for _, st := range states {
+		if st.Live != nil && (st.Live.Drifted || st.Live.OldPods > 0) {
+			return exitError{code: 2}
+		}
+	}
+	return nil
+}
+
 func newStatusCommand(settings *cli.EnvSettings) *cobra.Command {
 	var library, output string
+	var lf liveFlags
 	cmd := &cobra.Command{
 		Use:   "status RELEASE",
 		Short: "Show a release's injectors, their versions, and what they added to each workload",
 		Long: `Show the injectors recorded in a release's latest revision, with the version
 of each built-in injector, the newest version the library offers (OUTDATED
-when newer), and per workload the containers each built-in injector added.
-Only the Helm release (its Secret in the cluster) is read.`,
+when newer), the program each external injector ran, per workload the
+containers each built-in injector added, and every revision's injectors.
+Only the Helm release (its Secret in the cluster) is read.
+
+With --live the cluster is read too (get and list in the release's
+namespace, nothing written): every object of the release is compared with
+the manifest the release applied, limited to the fields the manifest sets
+(defaults the API server adds are not drift), and each Deployment,
+StatefulSet and DaemonSet shows its pods by template: current or older,
+ready, the built-in injector versions and images they run, and containers
+their template lacks (injected by a webhook). See docs/live.md.`,
 		Args: exactArgs(1, "a RELEASE name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			viewer, err := lf.viewer()
+			if err != nil {
 				return err
 			}
 			lib, cfg, err := readSetup(cmd, settings, library, settings.Namespace())
@@ -81,65 +145,185 @@ Only the Helm release (its Secret in the cluster) is read.`,
 				return err
 			}
 			st := release.NewStatus(cfg)
-			st.Library = lib
-			rs, err := st.Run(args[0])
+			st.Library, st.Live = lib, viewer
+			rs, err := st.Run(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if done, err := writeStructured(w, output, rs); done {
-				return err
-			}
-			fmt.Fprintf(w, "NAME: %s\nNAMESPACE: %s\nREVISION: %d\nSTATUS: %s\nCHART: %s\nSOURCE: %s\n\n", rs.Name, rs.Namespace, rs.Revision, rs.Status, rs.Chart, rs.Source)
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "INJECTOR\tVERSION\tPROGRAM\tNEWEST\tOUTDATED")
-			for _, in := range rs.Injectors {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Name, dash(in.Version), dash(in.Program.Short()), dash(in.Newest), yes(in.Outdated))
-			}
-			tw.Flush()
-			writeInjectorHistory(w, rs.History)
-			if len(rs.Workloads) > 0 {
-				fmt.Fprintln(w)
-				tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "WORKLOAD\tINJECTOR\tVERSION\tADDED")
-				for _, wl := range rs.Workloads {
-					name := wl.Kind + "/" + wl.Name
-					if wl.Hook {
-						name += " (hook)"
-					}
-					for _, e := range wl.Injectors {
-						var added []string
-						for _, c := range e.Containers {
-							added = append(added, "container "+c)
-						}
-						for _, c := range e.InitContainers {
-							added = append(added, "init container "+c)
-						}
-						for _, v := range e.Volumes {
-							added = append(added, "volume "+v)
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, e.Name, e.Version, strings.Join(added, ", "))
-					}
+				if err != nil {
+					return err
 				}
-				tw.Flush()
+				return lf.exit(rs)
 			}
-			return nil
+			writeStatus(w, rs)
+			return lf.exit(rs)
 		},
 	}
 	cmd.Flags().StringVar(&library, "injector-library", defaultLibrary, "the injector library, for the NEWEST and OUTDATED columns (optional)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	lf.add(cmd.Flags())
 	return cmd
+}
+
+func writeStatus(w io.Writer, rs *release.ReleaseState) {
+	fmt.Fprintf(w, "NAME: %s\nNAMESPACE: %s\nREVISION: %d\nSTATUS: %s\nCHART: %s\nSOURCE: %s\n\n", rs.Name, rs.Namespace, rs.Revision, rs.Status, rs.Chart, rs.Source)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INJECTOR\tVERSION\tPROGRAM\tNEWEST\tOUTDATED")
+	for _, in := range rs.Injectors {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Name, dash(in.Version), dash(in.Program.Short()), dash(in.Newest), yes(in.Outdated))
+	}
+	tw.Flush()
+	if len(rs.Workloads) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "WORKLOAD\tINJECTOR\tVERSION\tADDED")
+		for _, wl := range rs.Workloads {
+			name := wl.Kind + "/" + wl.Name
+			if wl.Hook {
+				name += " (hook)"
+			}
+			for _, e := range wl.Injectors {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, e.Name, e.Version, strings.Join(addedParts(e), ", "))
+			}
+		}
+		tw.Flush()
+	}
+	writeInjectorHistory(w, rs.History)
+	if rs.Live != nil {
+		writeLive(w, rs.Live)
+	}
+}
+
+func addedParts(e inject.StatusEntry) []string {
+	var added []string
+	for _, c := range e.Containers {
+		added = append(added, "container "+c)
+	}
+	for _, c := range e.InitContainers {
+		added = append(added, "init container "+c)
+	}
+	for _, v := range e.Volumes {
+		added = append(added, "volume "+v)
+	}
+	return added
+}
+
+// writeLive prints the live view: drift per object with paths and causes,
+// pods by template, pods per injector version.
+func writeLive(w io.Writer, l *release.LiveState) {
+	fmt.Fprintf(w, "\nLIVE: %s\n", liveSummary(l))
+	if len(l.Objects) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "OBJECT\tDRIFT\tCAUSE")
+		for _, o := range l.Objects {
+			if o.Missing {
+				fmt.Fprintf(tw, "%s/%s\t(the whole object)\tdeleted from the cluster\n", o.Kind, o.Name)
+			}
+			for _, d := range o.Differences {
+				fmt.Fprintf(tw, "%s/%s\t%s\t%s\n", o.Kind, o.Name, differenceText(d), d.Cause)
+			}
+		}
+		tw.Flush()
+	}
+	if len(l.Workloads) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "WORKLOAD\tTEMPLATE\tPODS\tREADY\tINJECTORS\tCONTAINERS\tNOT IN TEMPLATE")
+		for _, wl := range l.Workloads {
+			if len(wl.Templates) == 0 {
+				fmt.Fprintf(tw, "%s/%s\t-\t0\t0\t-\t-\t-\n", wl.Kind, wl.Name)
+			}
+			for _, t := range wl.Templates {
+				fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\n", wl.Kind, wl.Name, templateLabel(t), t.Pods, t.Ready,
+					dash(strings.Join(t.Injectors, ", ")), dash(strings.Join(t.Containers, ", ")), notInTemplate(t.NotInTemplate))
+			}
+		}
+		tw.Flush()
+	}
+	if len(l.InjectorPods) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "INJECTOR VERSION\tPODS")
+		for _, k := range slices.Sorted(maps.Keys(l.InjectorPods)) {
+			fmt.Fprintf(tw, "%s\t%d\n", k, l.InjectorPods[k])
+		}
+		tw.Flush()
+	}
+}
+
+func liveSummary(l *release.LiveState) string {
+	var parts []string
+	if n := len(l.Objects); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s drifted", n, plural(n, "object", "objects")))
+	}
+	if l.OldPods > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s of an older template", l.OldPods, plural(l.OldPods, "pod", "pods")))
+	}
+	if len(parts) == 0 {
+		return "in sync (no drift, every pod from its workload's current template)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func differenceText(d drift.Difference) string {
+	switch {
+	case d.Kind == drift.Added:
+		return d.Path + " added"
+	case d.Kind == drift.Removed:
+		return d.Path + " removed (release: " + dash(d.Want) + ")"
+	case d.Want == "" && d.Got == "":
+		return d.Path + " changed (value hidden)"
+	}
+	return fmt.Sprintf("%s: %s → %s", d.Path, d.Want, d.Got)
+}
+
+func templateLabel(t release.PodTemplate) string {
+	s := t.Name
+	if t.Revision > 0 {
+		s += fmt.Sprintf(" (revision %d)", t.Revision)
+	}
+	if t.Current {
+		return s + " current"
+	}
+	return s + " OLDER"
+}
+
+func notInTemplate(names []string) string {
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ", ") + " (injected by a webhook?)"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 	var library, output string
 	var all bool
+	var lf liveFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the releases helm-inject manages, with their injectors and versions",
-		Args:  cobra.NoArgs,
+		Long: `List the releases helm-inject manages (the ones whose chart it built), with
+each release's injectors: name@version for a built-in one, the spec and the
+program it ran for an external one, and OUTDATED when the library has a
+newer version. With --live a LIVE column says whether each release's
+objects drifted and how many pods of older templates run (see status --live).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			viewer, err := lf.viewer()
+			if err != nil {
 				return err
 			}
 			// Like helm list -A: release storage of every namespace.
@@ -152,31 +336,45 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 				return err
 			}
 			ls := release.NewList(cfg)
-			ls.AllNamespaces = all
-			ls.Library = lib
-			rels, err := ls.Run()
+			ls.AllNamespaces, ls.Library, ls.Live = all, lib, viewer
+			rels, err := ls.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if done, err := writeStructured(w, output, rels); done {
-				return err
+				if err != nil {
+					return err
+				}
+				return lf.exit(rels...)
 			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tNAMESPACE\tREVISION\tSTATUS\tCHART\tINJECTORS\tOUTDATED")
+			header := "NAME\tNAMESPACE\tREVISION\tSTATUS\tCHART\tINJECTORS\tOUTDATED"
+			if lf.live {
+				header += "\tLIVE"
+			}
+			fmt.Fprintln(tw, header)
 			for _, r := range rels {
 				var inj []string
 				for _, in := range r.Injectors {
 					inj = append(inj, injectorSummary(in.Name, in.Version, in.Program))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.Namespace, r.Revision, r.Status, r.Chart, strings.Join(inj, ", "), yes(r.Outdated))
+				line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Name, r.Namespace, r.Revision, r.Status, r.Chart, strings.Join(inj, ", "), yes(r.Outdated))
+				if r.Live != nil {
+					line += "\t" + liveSummary(r.Live)
+				}
+				fmt.Fprintln(tw, line)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return lf.exit(rels...)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list releases in every namespace")
 	cmd.Flags().StringVar(&library, "injector-library", defaultLibrary, "the injector library, for the OUTDATED column (optional)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	lf.add(cmd.Flags())
 	return cmd
 }
 
