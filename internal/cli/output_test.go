@@ -55,3 +55,24 @@ func TestOutputFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveFlagsCheckedFirst: status's and list's live-view flags are
+// checked before the cluster is asked anything (the kubeconfig here does
+// not exist).
+func TestLiveFlagsCheckedFirst(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "r", "--detailed-exitcode"}, "--detailed-exitcode and --ignore-drift need --live"},
+		{[]string{"list", "--ignore-drift", "/spec/replicas"}, "--detailed-exitcode and --ignore-drift need --live"},
+		{[]string{"status", "r", "--live", "--ignore-drift", "spec/replicas"}, `--ignore-drift: drift ignore rule "spec/replicas": the path must be a JSON pointer starting with /`},
+		{[]string{"list", "--live", "--ignore-drift", "a/b/c:/spec"}, `--ignore-drift: drift ignore rule "a/b/c:/spec": want [KIND[/NAME]:]/JSON/POINTER`},
+		{[]string{"status", "r", "--live"}, "no kubeconfig"},
+	} {
+		_, errOut, code := runCLI(t, append(tt.args, "--kubeconfig", "/nonexistent")...)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
