@@ -200,9 +200,7 @@ func isZero(v any) bool {
 	switch x := v.(type) {
 	case bool:
 		return !x
-	case float64:
-		return x == 0
-	case int64:
+	case float64: // manifests are decoded as JSON: every number is a float64
 		return x == 0
 	case string:
 		return x == ""

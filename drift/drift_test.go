@@ -62,7 +62,18 @@ func TestCompare(t *testing.T) {
 		{"the sidecar's image edited", func(live map[string]any) {
 			container(live, 1)["image"] = "registry.example/log-shipper:9.9"
 			managedBy(live, "kubectl-edit", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"log-shipper\"}":{"f:image":{}}}}}}}`)
+			// Managers of other fields are not named.
+			managedBy(live, "kubectl-scale", `{"f:spec":{"f:replicas":{}}}`)
+			managedBy(live, "kubectl-annotate", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"log-shipper\"}":{"f:args":{}}}}}}}`)
 		}, []Difference{{Path: "/spec/template/spec/containers/1/image", Kind: Changed, Want: `"registry.example/log-shipper:1.0.0"`, Got: `"registry.example/log-shipper:9.9"`, Cause: "edited by kubectl-edit"}}},
+		{"the sidecar removed", func(live map[string]any) {
+			ps := podSpec(live)
+			ps["containers"] = ps["containers"].([]any)[:1]
+		}, []Difference{{Path: "/spec/template/spec/containers/1", Kind: Removed, Want: `{"image":"registry.example/log-shipper:1.0.0","name":"log-shipper","resources":{}}`, Cause: "removed in the cluster"}}},
+		{"a request under a field an operator owns whole", func(live map[string]any) {
+			container(live, 0)["resources"] = map[string]any{"requests": map[string]any{"cpu": "2", "memory": "1Gi"}}
+			managedBy(live, "resource-operator", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:resources":{}}}}}}}`)
+		}, []Difference{{Path: "/spec/template/spec/containers/0/resources/requests/cpu", Kind: Changed, Want: "0.5", Got: `"2"`, Cause: "edited by resource-operator"}}},
 		{"containers reordered: matched by name, pointers into the live list", func(live map[string]any) {
 			ps := podSpec(live)
 			c := ps["containers"].([]any)
@@ -171,5 +182,46 @@ func TestProject(t *testing.T) {
 	podSpec(want)["containers"] = append(podSpec(want)["containers"].([]any), map[string]any{"name": "debug", "image": "busybox"})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a drifted object (-want +got):\n%s", diff)
+	}
+}
+
+// TestZeroValuesAreDefaults: a value the API server drops when it stores
+// an object (false, 0, "", an empty list or map, a map of such) equals a
+// missing field; anything else missing is removed.
+func TestZeroValuesAreDefaults(t *testing.T) {
+	desired := map[string]any{"kind": "X", "spec": map[string]any{"a": 0.0, "b": "", "c": map[string]any{}, "d": map[string]any{"e": nil, "f": false}, "g": []any{}, "h": false}}
+	if got := Compare(desired, map[string]any{"kind": "X", "spec": map[string]any{}}); len(got) != 0 {
+		t.Errorf("zero values against a stored object without them: %+v", got)
+	}
+	for _, v := range []any{1.0, "x", map[string]any{"e": 1.0}, []any{"x"}, true} {
+		got := Compare(map[string]any{"kind": "X", "spec": map[string]any{"a": v}}, map[string]any{"kind": "X", "spec": map[string]any{}})
+		if len(got) != 1 || got[0].Kind != Removed || got[0].Path != "/spec/a" {
+			t.Errorf("%v missing from the cluster: %+v, want removed at /spec/a", v, got)
+		}
+	}
+}
+
+// TestSameScalar: values as the API server keeps them: numbers by value,
+// quantities in canonical form.
+func TestSameScalar(t *testing.T) {
+	tests := []struct {
+		want, got any
+		same      bool
+	}{
+		{"0.5", "500m", true},
+		{0.5, "500m", true},
+		{0.25, "250m", true},
+		{"1Gi", "1024Mi", true},
+		{"1k", int64(1000), true},
+		{2.0, int64(2), true},
+		{2.0, int64(3), false},
+		{"a", "b", false},
+		{1.0, "1x", false},
+		{true, "true", false},
+	}
+	for _, tt := range tests {
+		if got := sameScalar(tt.want, tt.got); got != tt.same {
+			t.Errorf("sameScalar(%#v, %#v) = %v, want %v", tt.want, tt.got, got, tt.same)
+		}
 	}
 }

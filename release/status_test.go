@@ -16,6 +16,8 @@ import (
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
 )
@@ -52,20 +54,34 @@ func revision(name, ns string, version int, records string) *release.Release {
 // recorded, the newest revision wins, and a revision whose records cannot
 // be read is reported with the release named, not shown as injector-less.
 func TestStatusAndListReadRecords(t *testing.T) {
+	// Stored newest first: the history is still oldest first.
 	cfg := memoryConfig(t,
+		revision("web", "shop", 3, `[{"name":"log-shipper","version":"1.1.0","digest":"sha256:b"},{"name":"sidecar-injector f=FILE","digest":"sha256:c","program":{"path":"/bin/sidecar-injector","sha256":"sha256:d","version":"1.1"}}]`),
 		revision("web", "shop", 1, `[{"name":"log-shipper","version":"1.0.0","digest":"sha256:a"}]`),
-		revision("web", "shop", 2, `[{"name":"log-shipper","version":"1.1.0","digest":"sha256:b"},{"name":"sidecar-injector f=FILE","digest":"sha256:c"}]`),
+		revision("web", "shop", 2, `[]`),
 	)
-	found, _ := cfg.Releases.Get("web", 1)
-	old, _ := V1Release(found)
-	old.Info.Status = rcommon.StatusSuperseded
-	_ = cfg.Releases.Update(old)
+	for _, v := range []int{1, 2} {
+		found, _ := cfg.Releases.Get("web", v)
+		old, _ := V1Release(found)
+		old.Info.Status = rcommon.StatusSuperseded
+		_ = cfg.Releases.Update(old)
+	}
 	st, err := NewStatus(cfg).Run(t.Context(), "web")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Revision != 2 || len(st.Injectors) != 2 || st.Injectors[0].Version != "1.1.0" || st.Injectors[1].Name != "sidecar-injector f=FILE" || st.Source != "./api" {
+	program := &inject.Program{Path: "/bin/sidecar-injector", SHA256: "sha256:d", Version: "1.1"}
+	if st.Revision != 3 || len(st.Injectors) != 2 || st.Injectors[0].Version != "1.1.0" || st.Injectors[1].Name != "sidecar-injector f=FILE" || st.Source != "./api" ||
+		st.Injectors[0].Program != nil || !cmp.Equal(st.Injectors[1].Program, program) {
 		t.Errorf("status = %+v", st)
+	}
+	wantHistory := []RevisionInjectors{
+		{Revision: 1, Status: "superseded", Injectors: []inject.Record{{Name: "log-shipper", Version: "1.0.0", Digest: "sha256:a"}}},
+		{Revision: 2, Status: "superseded", Injectors: []inject.Record{}},
+		{Revision: 3, Status: "deployed", Injectors: []inject.Record{{Name: "log-shipper", Version: "1.1.0", Digest: "sha256:b"}, {Name: "sidecar-injector f=FILE", Digest: "sha256:c", Program: program}}},
+	}
+	if diff := cmp.Diff(wantHistory, st.History); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
 	}
 	list, err := NewList(cfg).Run(t.Context())
 	if err != nil || len(list) != 1 || list[0].Name != "web" {
@@ -78,5 +94,10 @@ func TestStatusAndListReadRecords(t *testing.T) {
 	}
 	if _, err := NewList(broken).Run(t.Context()); err == nil || !strings.Contains(err.Error(), `release "bad" in namespace "shop"`) {
 		t.Errorf("list with a broken record: %v", err)
+	}
+	// A broken record in an older revision: status names it.
+	olderBroken := memoryConfig(t, revision("bad", "shop", 1, `[{"name":`), revision("bad", "shop", 2, `[]`))
+	if _, err := NewStatus(olderBroken).Run(t.Context(), "bad"); err == nil || !strings.Contains(err.Error(), `release "bad": revision 1: reading the helm-inject.io/injectors annotation`) {
+		t.Errorf("status with a broken older record: %v", err)
 	}
 }
