@@ -126,7 +126,9 @@ func TestWorkloadPodsOfStatefulSetsAndDaemonSets(t *testing.T) {
 		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "db", appsv1.DefaultDaemonSetUniqueLabelKey: hash},
 			OwnerReferences: owner("db", ownerUID)}, Revision: rev, Data: data(spec)}
 	}
-	withHash := func(h string) map[string]string { return map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: h} }
+	withHash := func(h string) map[string]string {
+		return map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: h}
+	}
 	spec := corev1.PodSpec{Containers: containers("db=db:1")}
 	cs := kubefake.NewClientset(
 		cr("db-aaa", "aaa", 1, "sts", `{"containers":[{"name":"db"}]}`),
