@@ -148,6 +148,13 @@ func TestMissingRelease(t *testing.T) {
 	if dr, err := d.Run(t.Context(), "web", src, nil); err != nil || dr.Installed || !dr.HasChanges() {
 		t.Errorf("diff --allow-unreleased of a missing release: %v, %+v; want not installed, with changes", err, dr)
 	}
+	// --three-way-merge of a release not installed yet: everything is
+	// added, no live object is read.
+	d.ThreeWayMerge = true
+	if dr, err := d.Run(t.Context(), "web", src, nil); err != nil || dr.Installed || len(dr.Changes) == 0 || dr.Changes[0].Type != Added {
+		t.Errorf("diff --allow-unreleased --three-way-merge of a missing release: %v, %+v; want everything added", err, dr)
+	}
+	d.ThreeWayMerge = false
 	_, err := a.Run(t.Context(), "web", src, nil)
 	if err == nil || !strings.Contains(err.Error(), `release "web" has no deployed revision; use apply or upgrade --install`) {
 		t.Fatalf("upgrade of a missing release: %v", err)

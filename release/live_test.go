@@ -111,6 +111,13 @@ func TestWorkloadPodsOfADeployment(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pods by template (-want +got):\n%s", diff)
 	}
+
+	// A Deployment's first ReplicaSet is its current one.
+	cs = kubefake.NewClientset(rs("web-first", "rs-first", "1", "dep", oldSpec), pod("web-first-a", ns, owner("web-first", "rs-first"), true, v100, sel, oldSpec))
+	got, err = workloadPods(t.Context(), cs, dep)
+	if err != nil || len(got.Templates) != 1 || !got.Templates[0].Current || got.Templates[0].Revision != 1 {
+		t.Errorf("one ReplicaSet: %+v, %v; want it current", got.Templates, err)
+	}
 }
 
 // TestWorkloadPodsOfStatefulSetsAndDaemonSets: pods are grouped by the
@@ -136,7 +143,7 @@ func TestWorkloadPodsOfStatefulSetsAndDaemonSets(t *testing.T) {
 		cr("db-ccc", "ccc", 1, "ds", `{"containers":[{"name":"db"}]}`),
 		cr("db-ddd", "ddd", 2, "ds", `{"containers":[{"name":"db"}]}`),
 		pod("db-0", ns, owner("db", "sts"), true, "", withHash("db-aaa"), spec),
-		pod("db-1", ns, owner("db", "sts"), true, "", withHash("db-bbb"), spec),
+		pod("db-1", ns, owner("db", "sts"), true, "", withHash("db-bbb"), corev1.PodSpec{Containers: containers("db=db:1", "istio-proxy=proxyv2")}),
 		pod("db-x", ns, owner("db", "ds"), true, "", withHash("ccc"), spec),
 		pod("db-y", ns, owner("db", "ds"), false, "", withHash("ddd"), spec),
 	)
@@ -148,7 +155,7 @@ func TestWorkloadPodsOfStatefulSetsAndDaemonSets(t *testing.T) {
 	}
 	want := []PodTemplate{
 		{Name: "db-aaa", Revision: 1, Current: true, Pods: 1, Ready: 1, Containers: []string{"db=db:1"}},
-		{Name: "db-bbb", Revision: 2, Pods: 1, Ready: 1, Containers: []string{"db=db:1"}},
+		{Name: "db-bbb", Revision: 2, Pods: 1, Ready: 1, Containers: []string{"db=db:1", "istio-proxy=proxyv2"}, NotInTemplate: []string{"istio-proxy"}},
 	}
 	if diff := cmp.Diff(want, got.Templates); diff != "" {
 		t.Errorf("StatefulSet (-want +got):\n%s", diff)

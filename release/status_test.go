@@ -4,6 +4,7 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	kubefake "helm.sh/helm/v4/pkg/kube/fake"
+	hrelease "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
@@ -21,6 +23,20 @@ import (
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
 )
+
+// unorderedMemory is Helm's in-memory storage answering queries newest
+// revision first, as the Secrets driver may (it lists v10 before v2).
+type unorderedMemory struct{ *driver.Memory }
+
+func (m unorderedMemory) Query(labels map[string]string) ([]hrelease.Releaser, error) {
+	rs, err := m.Memory.Query(labels)
+	slices.SortFunc(rs, func(a, b hrelease.Releaser) int {
+		ra, _ := V1Release(a)
+		rb, _ := V1Release(b)
+		return rb.Version - ra.Version
+	})
+	return rs, err
+}
 
 // memoryConfig is a Helm configuration over in-memory release storage and
 // a kube client that applies nothing, as Helm tests its actions.
@@ -55,11 +71,16 @@ func revision(name, ns string, version int, records string) *release.Release {
 // be read is reported with the release named, not shown as injector-less.
 func TestStatusAndListReadRecords(t *testing.T) {
 	// Stored newest first: the history is still oldest first.
-	cfg := memoryConfig(t,
-		revision("web", "shop", 3, `[{"name":"log-shipper","version":"1.1.0","digest":"sha256:b"},{"name":"sidecar-injector f=FILE","digest":"sha256:c","program":{"path":"/bin/sidecar-injector","sha256":"sha256:d","version":"1.1"}}]`),
+	cfg := memoryConfig(t)
+	cfg.Releases = storage.Init(unorderedMemory{driver.NewMemory()})
+	for _, r := range []*release.Release{revision("web", "shop", 3, `[{"name":"log-shipper","version":"1.1.0","digest":"sha256:b"},{"name":"sidecar-injector f=FILE","digest":"sha256:c","program":{"path":"/bin/sidecar-injector","sha256":"sha256:d","version":"1.1"}}]`),
 		revision("web", "shop", 1, `[{"name":"log-shipper","version":"1.0.0","digest":"sha256:a"}]`),
 		revision("web", "shop", 2, `[]`),
-	)
+	} {
+		if err := cfg.Releases.Create(r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, v := range []int{1, 2} {
 		found, _ := cfg.Releases.Get("web", v)
 		old, _ := V1Release(found)
