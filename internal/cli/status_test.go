@@ -41,6 +41,8 @@ func TestWriteStatusLive(t *testing.T) {
 					{Name: "shop-54c8", Revision: 1, Pods: 1, Ready: 1, Injectors: []string{"log-shipper@1.0.0"}, Containers: []string{"api=api:3.1", "istio-proxy=proxyv2"}, NotInTemplate: []string{"istio-proxy"}},
 				}},
 				{Kind: "StatefulSet", Name: "db", Templates: []release.PodTemplate{}},
+				// Pods whose ReplicaSet is gone: no revision to show.
+				{Kind: "Deployment", Name: "orphans", Templates: []release.PodTemplate{{Name: "orphans-5d4", Pods: 1, Containers: []string{"app=app:1"}}}},
 			},
 			InjectorPods: map[string]int{"log-shipper@1.1.0": 2, "log-shipper@1.0.0": 1},
 		},
