@@ -22,7 +22,7 @@ gremlins="$tools_dir/bin/gremlins"
 
 packages=("$@")
 if ((${#packages[@]} == 0)); then
-  packages=(release inject manifest chartify helmfile argocd internal/redact internal/cli)
+  packages=(release inject manifest drift chartify helmfile argocd internal/redact internal/cli)
 fi
 workers=$(nproc)
 diff=${DIFF:-}
@@ -71,7 +71,7 @@ done
 # the text around the markers (the equivalent mutants) is kept.
 python3 - <<'PY'
 import json, os
-order = ["release", "inject", "manifest", "chartify", "helmfile", "argocd", "internal/redact", "internal/cli"]
+order = ["release", "inject", "manifest", "drift", "chartify", "helmfile", "argocd", "internal/redact", "internal/cli"]
 rows = ["| package | measured | second pass | killed | lived | not covered | not viable | timed out | efficacy | mutant coverage |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
 for p in order:
