@@ -76,19 +76,18 @@ func NewStatus(cfg *action.Configuration) *Status { return &Status{cfg: cfg} }
 
 // Run reports on release name.
 func (s *Status) Run(ctx context.Context, name string) (*ReleaseState, error) {
-	found, err := s.cfg.Releases.Last(name)
+	// One read of the history gives both the latest revision (what
+	// Releases.Last would read again) and every revision's injectors.
+	rels, err := s.history(name)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	rel, err := V1Release(found)
-	if err != nil {
-		return nil, fmt.Errorf("release %q: %w", name, err)
-	}
+	rel := rels[len(rels)-1]
 	st, err := releaseState(rel, s.Library)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	if st.History, err = s.history(name); err != nil {
+	if st.History, err = injectorHistory(rels); err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	if s.Live != nil {
@@ -119,8 +118,9 @@ func (s *Status) Run(ctx context.Context, name string) (*ReleaseState, error) {
 	return st, nil
 }
 
-// history reads what every stored revision recorded of its injectors.
-func (s *Status) history(name string) ([]RevisionInjectors, error) {
+// history reads every stored revision of release name, oldest first (the
+// storage may answer in any order: Secrets list v10 before v2).
+func (s *Status) history(name string) ([]*release.Release, error) {
 	found, err := s.cfg.Releases.History(name)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,15 @@ func (s *Status) history(name string) ([]RevisionInjectors, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(rels) == 0 {
+		return nil, fmt.Errorf("no revision for release %q", name)
+	}
 	slices.SortFunc(rels, func(a, b *release.Release) int { return a.Version - b.Version })
+	return rels, nil
+}
+
+// injectorHistory is what each revision recorded of its injectors.
+func injectorHistory(rels []*release.Release) ([]RevisionInjectors, error) {
 	out := make([]RevisionInjectors, 0, len(rels))
 	for _, r := range rels {
 		recs, err := revisionRecords(r)

@@ -116,6 +116,9 @@ func TestStatusAndListReadRecords(t *testing.T) {
 	if _, err := NewList(broken).Run(t.Context()); err == nil || !strings.Contains(err.Error(), `release "bad" in namespace "shop"`) {
 		t.Errorf("list with a broken record: %v", err)
 	}
+	if _, err := NewStatus(cfg).Run(t.Context(), "nope"); err == nil || err.Error() != `release "nope": release: not found` {
+		t.Errorf("status of a release that does not exist: %v", err)
+	}
 	// A broken record in an older revision: status names it.
 	olderBroken := memoryConfig(t, revision("bad", "shop", 1, `[{"name":`), revision("bad", "shop", 2, `[]`))
 	if _, err := NewStatus(olderBroken).Run(t.Context(), "bad"); err == nil || !strings.Contains(err.Error(), `release "bad": revision 1: reading the helm-inject.io/injectors annotation`) {
