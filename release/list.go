@@ -35,8 +35,13 @@ func (l *List) Run(ctx context.Context) ([]*ReleaseState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing releases: %w", err)
 	}
-	out := []*ReleaseState{}
 	var clients liveClients
+	if l.Live != nil {
+		if clients, err = newLiveClients(l.cfg); err != nil {
+			return nil, err
+		}
+	}
+	out := []*ReleaseState{}
 	for _, r := range rels {
 		if !IsManaged(r) {
 			continue
@@ -46,11 +51,6 @@ func (l *List) Run(ctx context.Context) ([]*ReleaseState, error) {
 			return nil, fmt.Errorf("release %q in namespace %q: %w", r.Name, r.Namespace, err)
 		}
 		if l.Live != nil {
-			if clients.typed == nil {
-				if clients, err = newLiveClients(l.cfg); err != nil {
-					return nil, err
-				}
-			}
 			if st.Live, err = l.Live.Run(ctx, clients, r); err != nil {
 				return nil, err
 			}
