@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,15 +269,11 @@ func normalizeSecret(obj map[string]any) map[string]any {
 	if !ok || obj["kind"] != "Secret" {
 		return obj
 	}
-	out := make(map[string]any, len(obj))
-	for k, v := range obj {
-		out[k] = v
-	}
-	data := map[string]any{}
-	if d, ok := obj["data"].(map[string]any); ok {
-		for k, v := range d {
-			data[k] = v
-		}
+	out := maps.Clone(obj)
+	data, _ := obj["data"].(map[string]any)
+	data = maps.Clone(data)
+	if data == nil {
+		data = map[string]any{}
 	}
 	for k, v := range sd {
 		if s, ok := v.(string); ok {
@@ -293,14 +290,7 @@ func hasKey(m map[string]any, k string) bool {
 	return ok
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // escape writes a key as a JSON pointer segment (RFC 6901).
 func escape(k string) string {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -36,7 +37,7 @@ func workloadPods(ctx context.Context, cs kubernetes.Interface, w *unstructured.
 	wl := LiveWorkload{Kind: w.GetKind(), Name: w.GetName(), Templates: []PodTemplate{}}
 	raw, _, _ := unstructured.NestedMap(w.Object, "spec", "selector")
 	var ls metav1.LabelSelector
-	if err := fromUnstructured(raw, &ls); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
 		return wl, fmt.Errorf("reading the selector: %w", err)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&ls)
@@ -219,12 +220,4 @@ func revisionContainers(cr appsv1.ControllerRevision) []string {
 		return nil
 	}
 	return specContainers(data.Spec.Template.Spec)
-}
-
-func fromUnstructured(m map[string]any, into any) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, into)
 }
