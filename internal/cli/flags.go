@@ -229,7 +229,9 @@ func (i *injectFlags) declared() (*inject.Declared, error) {
 		return nil, err
 	}
 	var lib *inject.Library
-	used := map[string]bool{}
+	// used are the --with names; versioned the programs an
+	// --injector-version names that an --injector or --inject runs.
+	used, versioned := map[string]bool{}, map[string]bool{}
 	for _, it := range i.items {
 		switch it.kind {
 		case "with":
@@ -260,7 +262,7 @@ func (i *injectFlags) declared() (*inject.Declared, error) {
 			}
 			if v, ok := versions[filepath.Base(c.Argv[0])]; ok {
 				c.VersionArgv = v
-				used["version:"+filepath.Base(c.Argv[0])] = true
+				versioned[filepath.Base(c.Argv[0])] = true
 			}
 			p.Specs = append(p.Specs, c)
 		}
@@ -271,7 +273,7 @@ func (i *injectFlags) declared() (*inject.Declared, error) {
 		}
 	}
 	for program := range versions {
-		if !used["version:"+program] {
+		if !versioned[program] {
 			return nil, fmt.Errorf("--injector-version %s=...: no --injector or --inject runs %s", program, program)
 		}
 	}
