@@ -125,7 +125,9 @@ func (d *Diff) threeWay(ctx context.Context, p *plan) ([]Change, []string, error
 
 // HasChanges reports whether apply, given the same inputs, would store a
 // new revision: a resource, the injectors, the chart, the values or the
-// labels change, or the release is not installed yet.
+// labels change, or the release is not installed yet. With ThreeWayMerge
+// the resources are the live objects', and what the cluster added counts
+// too (Drift): whether the cluster differs from what apply sends.
 func (r *DiffResult) HasChanges() bool {
 	return len(r.Changes) > 0 || len(r.Reasons) > 0 || len(r.Drift) > 0
 }

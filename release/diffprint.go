@@ -251,7 +251,7 @@ func writeDiffJSON(w io.Writer, r *DiffResult, changes []Change) error {
 		InjectorsAfter  []inject.Record `json:"injectorsAfter"`
 		Changes         []jsonChange    `json:"changes"`
 		Drift           []string        `json:"drift,omitempty"`
-	}{Drift: r.Drift, Release: r.Release, Installed: r.Installed, NewRevision: r.HasChanges(), Reasons: append([]string{}, r.Reasons...), InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}}
+	}{Release: r.Release, Installed: r.Installed, NewRevision: r.HasChanges(), Reasons: append([]string{}, r.Reasons...), InjectorsBefore: r.InjectorsBefore, InjectorsAfter: r.InjectorsAfter, Changes: []jsonChange{}, Drift: r.Drift}
 	for _, c := range changes {
 		out.Changes = append(out.Changes, jsonChange{
 			Change: c.Type, APIVersion: c.ID.APIVersion, Kind: c.ID.Kind, Namespace: c.ID.Namespace, Name: c.ID.Name,
