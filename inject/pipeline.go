@@ -27,8 +27,13 @@ type Pipeline struct {
 	// Slow, when set, is told when an injector starts and returns the
 	// function to call when it ends: progress shows one that runs long.
 	Slow func(what string) (done func())
-	// Digests caches the digests of external injectors' executables; nil
-	// hashes them on every run.
+	// IdentifyPrograms records, per external injector, the executable
+	// that ran (Step.Program): only where a revision records it (apply,
+	// upgrade, diff), so that template and Argo CD's generate do not hash
+	// a 100 MB istioctl for nothing.
+	IdentifyPrograms bool
+	// Digests caches the digests of those executables; nil hashes them on
+	// every run.
 	Digests *DigestCache
 }
 
@@ -81,7 +86,7 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 			return nil, nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
 		}
 		step := Step{Injector: inj, OutputDigest: manifest.Digest(selected)}
-		if pi, ok := inj.(programIdentifier); ok {
+		if pi, ok := inj.(programIdentifier); ok && p.IdentifyPrograms {
 			if step.Program, err = pi.Program(ctx, env, p.Digests); err != nil {
 				return nil, nil, &Error{Release: env.Release, Injector: inj.Name(), Err: err}
 			}

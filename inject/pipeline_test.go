@@ -59,7 +59,7 @@ func TestPipelineRunsEachInjectorOncePerRelease(t *testing.T) {
 	// per run and add an annotation so the order of the chain shows.
 	first := script(t, `echo run >> "`+count+`"; sed 's/^  name: \(.*\)/  name: \1\n  labels: {first: "yes"}/' "$1"`)
 	second := script(t, `echo run >> "`+count+`"; [ "$HELM_INJECT_RELEASE" = rel ] && [ "$HELM_INJECT_NAMESPACE" = ns ] && [ "$HELM_INJECT_CHART" = chart ] || exit 7; cat`)
-	p := &Pipeline{Injectors: []Injector{mustCommand(t, first+" FILE"), mustCommand(t, second)}}
+	p := &Pipeline{Injectors: []Injector{mustCommand(t, first+" FILE"), mustCommand(t, second)}, IdentifyPrograms: true}
 	in := docs(t, deployA, podB, cmC)
 	out, steps, err := p.Run(t.Context(), in, Env{Release: "rel", Namespace: "ns", Chart: "chart"})
 	if err != nil {
@@ -72,6 +72,11 @@ func TestPipelineRunsEachInjectorOncePerRelease(t *testing.T) {
 	// Each step names the executable that ran it.
 	if len(steps) == 2 && (steps[0].Program == nil || steps[0].Program.Path != first || steps[1].Program == nil || steps[1].Program.Path != second || steps[0].Program.SHA256 == steps[1].Program.SHA256) {
 		t.Errorf("programs %+v and %+v, want %s and %s with their digests", steps[0].Program, steps[1].Program, first, second)
+	}
+	// Where nothing records them (template), programs are not identified.
+	plain := &Pipeline{Injectors: []Injector{mustCommand(t, script(t, "cat"))}}
+	if _, steps, err := plain.Run(t.Context(), in, Env{Release: "rel"}); err != nil || len(steps) != 1 || steps[0].Program != nil {
+		t.Errorf("without IdentifyPrograms: steps %+v, %v; want no program", steps, err)
 	}
 	runs, _ := os.ReadFile(count)
 	if got := strings.Count(string(runs), "run"); got != 2 {

@@ -74,8 +74,10 @@ type Declared struct {
 	SkipTests bool
 	// Slow is the Pipeline's (progress of a long injector run).
 	Slow func(what string) (done func())
-	// Digests is the Pipeline's (external injectors' executables).
-	Digests *DigestCache
+	// IdentifyPrograms and Digests are the Pipeline's (external
+	// injectors' executables).
+	IdentifyPrograms bool
+	Digests          *DigestCache
 }
 
 // Choice is how a release's built-in injector versions are chosen.
@@ -98,7 +100,8 @@ type Choice struct {
 // Resolve returns the pipeline that runs for a release: the declared
 // injectors in order, each TemplateRef at the version the choice picks.
 func (d *Declared) Resolve(c Choice) (*Pipeline, error) {
-	p := &Pipeline{Timeout: d.Timeout, SkipHooks: d.SkipHooks, SkipTests: d.SkipTests, Slow: d.Slow, Digests: d.Digests}
+	p := &Pipeline{Timeout: d.Timeout, SkipHooks: d.SkipHooks, SkipTests: d.SkipTests, Slow: d.Slow,
+		IdentifyPrograms: d.IdentifyPrograms, Digests: d.Digests}
 	for _, spec := range d.Specs {
 		switch s := spec.(type) {
 		case *TemplateRef:

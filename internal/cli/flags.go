@@ -196,13 +196,16 @@ func (l injectorList) Set(s string) error {
 
 // injectFlags declare the injectors of a release.
 type injectFlags struct {
-	items     []injectorFlag
-	withSet   []string
-	versions  []string
-	library   string
-	timeout   time.Duration
-	skipHooks bool
-	skipTests bool
+	items    []injectorFlag
+	withSet  []string
+	versions []string
+	// recordsPrograms is set where a revision records each external
+	// injector's program (apply, upgrade, diff).
+	recordsPrograms bool
+	library         string
+	timeout         time.Duration
+	skipHooks       bool
+	skipTests       bool
 }
 
 func (i *injectFlags) add(f *pflag.FlagSet) {
@@ -219,7 +222,10 @@ func (i *injectFlags) add(f *pflag.FlagSet) {
 // declared parses every injector, and loads the library for built-in
 // ones, before anything runs.
 func (i *injectFlags) declared() (*inject.Declared, error) {
-	p := &inject.Declared{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests, Digests: inject.DefaultDigestCache()}
+	p := &inject.Declared{Timeout: i.timeout, SkipHooks: i.skipHooks, SkipTests: i.skipTests}
+	if i.recordsPrograms {
+		p.IdentifyPrograms, p.Digests = true, inject.DefaultDigestCache()
+	}
 	params, err := parseWithSet(i.withSet)
 	if err != nil {
 		return nil, err

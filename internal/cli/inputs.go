@@ -35,6 +35,7 @@ func (in *releaseInputs) add(f *pflag.FlagSet) {
 	in.injectors.add(f)
 	// Only where a revision records the program: template and post-render
 	// record nothing.
+	in.injectors.recordsPrograms = true
 	f.StringArrayVar(&in.injectors.versions, "injector-version", nil, "how to ask an external injector's program its version, recorded with each revision: PROGRAM=COMMAND, e.g. \"istioctl=istioctl version --remote=false\" (repeatable)")
 	f.StringVar(&in.inputs.InjectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.BoolVar(&in.resetValues, "reset-values", false, "when upgrading, reset the values to the ones built into the chart")
