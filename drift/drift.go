@@ -61,7 +61,7 @@ func isAddedList(key string) bool { return slices.Contains(addedLists, key) }
 // field managers suggest. Both are
 // objects as JSON decodes them. The top-level status is not compared.
 func Compare(desired, live map[string]any) []Difference {
-	desired = normalizeSecret(desired)
+	desired = NormalizeSecret(desired)
 	w := walker{}
 	for _, k := range sortedKeys(desired) {
 		if k == "status" {
@@ -261,10 +261,12 @@ func jsonString(v any) string {
 	return string(b)
 }
 
-// normalizeSecret turns a Secret's stringData into data, as the API server
-// stores it, so that a manifest with stringData is compared with what the
-// cluster holds.
-func normalizeSecret(obj map[string]any) map[string]any {
+// NormalizeSecret turns a Secret's stringData into data, as the API server
+// stores it (each value base64-encoded; stringData wins over data for the
+// same key; stringData dropped), so that a manifest with stringData is
+// compared with what the cluster holds. Other objects, and a Secret
+// without stringData, are returned as they are; obj is not modified.
+func NormalizeSecret(obj map[string]any) map[string]any {
 	sd, ok := obj["stringData"].(map[string]any)
 	if !ok || obj["kind"] != "Secret" {
 		return obj

@@ -7,7 +7,7 @@ package drift
 // defaulted: what helm-diff's --three-way-merge is for. Secret values are
 // the live ones; the caller masks them as it masks the manifest's.
 func Project(desired, live map[string]any) map[string]any {
-	desired = normalizeSecret(desired)
+	desired = NormalizeSecret(desired)
 	out := map[string]any{}
 	for k, v := range desired {
 		if k == "status" {

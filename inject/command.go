@@ -87,17 +87,7 @@ func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte
 	var stdout bytes.Buffer
 	stderr := &tailBuffer{limit: stderrLimit}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	setProcessGroup(cmd)
-	// After cancellation, give the process a moment to exit before its pipes
-	// are closed under it.
-	cmd.WaitDelay = 2 * time.Second
-
-	// The parent-death signal is sent when the thread that started the
-	// child ends; Go may end an idle thread, so this one is kept until the
-	// child has exited.
-	runtime.LockOSThread()
-	err := cmd.Run()
-	runtime.UnlockOSThread()
+	err := runInGroup(cmd)
 	if err == nil {
 		return stdout.Bytes(), nil
 	}
@@ -123,6 +113,32 @@ func (c *Command) Inject(ctx context.Context, manifests []byte, env Env) ([]byte
 	}
 }
 
+// waitDelay is how long a program's pipes stay open after it was killed,
+// or after it exited while something it started still holds them.
+const waitDelay = 2 * time.Second
+
+// runInGroup runs cmd as every program of an injector runs (the injector,
+// its version command): in its own process group, which cancellation
+// kills whole; on Linux with the parent-death signal, so it dies with
+// helm-inject; its pipes closed waitDelay after it was killed or exited.
+// A child that still holds its output when the program has exited is
+// killed with its group after waitDelay, and the run fails
+// (exec.ErrWaitDelay): what was read may be incomplete.
+func runInGroup(cmd *exec.Cmd) error {
+	setProcessGroup(cmd)
+	cmd.WaitDelay = waitDelay
+	// The parent-death signal is sent when the thread that started the
+	// child ends; Go may end an idle thread, so this one is kept until the
+	// child has exited.
+	runtime.LockOSThread()
+	err := cmd.Run()
+	runtime.UnlockOSThread()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		killGroup(cmd)
+	}
+	return err
+}
+
 // tailBuffer keeps the last limit bytes written to it.
 type tailBuffer struct {
 	limit int
@@ -139,20 +155,28 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// suffix formats the captured stderr for an error message. An injector
-// may echo its input there, so what it printed is masked as an excerpt is
-// (redact.SecretValues), and so is every value of a Secret it was given
-// (manifests), in whatever form it prints it.
+// suffix formats the captured stderr for an error message, masked by
+// MaskOutput.
 func (t *tailBuffer) suffix(manifests []byte) string {
 	s := strings.TrimSpace(string(t.buf))
 	if s == "" {
 		return " (no output on stderr)"
 	}
-	s = redact.Known(redact.URLs(redact.SecretValues(s)), secretData(manifests))
+	s = MaskOutput(s, manifests)
 	if t.cut {
 		s = "..." + s
 	}
 	return "; its stderr:\n" + s
+}
+
+// MaskOutput is what a program that was given manifests printed (an
+// injector's or a post-renderer's stderr), fit for an error message: the
+// program may echo its input, so the text is masked as an excerpt is
+// (redact.SecretValues), credentials in URLs are hidden, and so is every
+// value of a Secret in manifests, in whatever form it is printed (as
+// written, base64-decoded, or one line of a value).
+func MaskOutput(s string, manifests []byte) string {
+	return redact.Known(redact.URLs(redact.SecretValues(s)), secretData(manifests))
 }
 
 // notOnPath says that a program named without a folder was looked for in

@@ -18,3 +18,12 @@ func setProcessGroup(cmd *exec.Cmd) {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// killGroup kills what is left of cmd's process group once cmd has
+// exited: the children that held its output past waitDelay. The kernel
+// keeps the group's id from being reused while any of them lives; only
+// if all of them ended in the moment since waitDelay expired could a new
+// group have taken it.
+func killGroup(cmd *exec.Cmd) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}

@@ -1,12 +1,15 @@
 package inject
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,28 +99,49 @@ func resolveExecutable(program, dir string) (string, error) {
 }
 
 // versionTimeout bounds a version command: it answers from the binary,
-// never from a cluster.
-const versionTimeout = 30 * time.Second
+// never from a cluster. A variable so that tests need not wait for it.
+var versionTimeout = 30 * time.Second
 
+// programVersion runs a version command as an injector runs (runInGroup)
+// and returns the first line it printed. Whatever it did not finish on its
+// own (the time limit, Ctrl-C, a child that kept its output open) is an
+// error: no version is recorded that the command did not give.
 func programVersion(ctx context.Context, argv []string, dir string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := runInGroup(cmd)
+	switch ctxErr := ctx.Err(); {
+	case err == nil:
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return "", fmt.Errorf("version command %s did not finish within %s and was killed: %w", QuoteCommand(argv), versionTimeout, ctxErr)
+	case ctxErr != nil:
+		return "", fmt.Errorf("version command %s: interrupted: %w", QuoteCommand(argv), ctxErr)
+	case errors.Is(err, exec.ErrWaitDelay):
+		return "", fmt.Errorf("version command %s exited, but a process it started kept its output open for %s and was killed: %w", QuoteCommand(argv), waitDelay, err)
+	default:
 		return "", fmt.Errorf("version command %s: %w", QuoteCommand(argv), err)
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
 	if line == "" {
 		return "", fmt.Errorf("version command %s printed nothing", QuoteCommand(argv))
 	}
 	return strings.TrimSpace(line), nil
 }
 
-// DigestCache remembers executables' digests by path, size and
-// modification time, in one JSON file, so that a 100 MB istioctl is not
-// hashed on every run. A nil DigestCache hashes every time.
+// DigestCache remembers executables' digests in one JSON file, so that a
+// 100 MB istioctl is not hashed on every run. An entry answers only for
+// the same path, device, inode, size, modification time and change time:
+// a file rewritten in place, or replaced, and its modification time set
+// back (touch -r) has a new change time, which no user can set. The cache
+// is trusted only in a folder of the current user that no one else may
+// write to (created 0700), and its file only when it is the user's and
+// no one else may write to it; otherwise digests are computed afresh and
+// nothing is written. Where the system does not give these (Windows),
+// nothing is cached. A nil DigestCache hashes every time.
 type DigestCache struct {
 	// File is the cache file; it is created when missing.
 	File string
@@ -134,83 +158,130 @@ func DefaultDigestCache() *DigestCache {
 	return &DigestCache{File: filepath.Join(dir, "helm-inject", "program-digests.json")}
 }
 
-type digestEntry struct {
-	Size    int64     `json:"size"`
-	ModTime time.Time `json:"modTime"`
-	SHA256  string    `json:"sha256"`
+// fileID identifies the content of a file without reading it, as far as
+// the system lets a program tell: identify returns it (platform files).
+type fileID struct {
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtimeNs"`
+	Ctime int64  `json:"ctimeNs"`
 }
+
+type digestEntry struct {
+	fileID
+	SHA256 string `json:"sha256"`
+}
+
+// currentUID is the user whose cache files are trusted; a variable so
+// that tests can stand for another user.
+var currentUID = os.Getuid
 
 // Sum returns the sha256 of the file at path, "sha256:" and hex.
 func (c *DigestCache) Sum(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("reading the program %s: %w", path, err)
-	}
-	entries := c.read()
-	if e, ok := entries[path]; ok && e.Size == fi.Size() && e.ModTime.Equal(fi.ModTime()) {
-		return e.SHA256, nil
-	}
-	sum, err := fileSHA256(path)
-	if err != nil {
-		return "", err
-	}
-	if c != nil {
-		entries[path] = digestEntry{Size: fi.Size(), ModTime: fi.ModTime(), SHA256: sum}
-		// The cache only saves time: a folder that cannot be written
-		// leaves the next run hashing again.
-		_ = c.write(entries)
-	}
-	return sum, nil
-}
-
-func (c *DigestCache) read() map[string]digestEntry {
-	entries := map[string]digestEntry{}
-	if c == nil {
-		return entries
-	}
-	if b, err := os.ReadFile(c.File); err == nil {
-		// A damaged cache is rebuilt.
-		if json.Unmarshal(b, &entries) != nil {
-			entries = map[string]digestEntry{}
-		}
-	}
-	return entries
-}
-
-// write replaces the cache file whole (rename), so that runs in parallel
-// never read half a file.
-func (c *DigestCache) write(entries map[string]digestEntry) error {
-	if err := os.MkdirAll(filepath.Dir(c.File), 0o700); err != nil {
-		return err
-	}
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(c.File), ".program-digests-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), c.File)
-}
-
-func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("reading the program %s: %w", path, err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("reading the program %s: %w", path, err)
+	}
+	id, identified := identify(fi)
+	var entries map[string]digestEntry
+	if c != nil && identified {
+		entries = c.read()
+	}
+	if e, ok := entries[path]; ok && e.fileID == id {
+		return e.SHA256, nil
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("reading the program %s: %w", path, err)
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	sum := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if entries == nil {
+		return sum, nil
+	}
+	// A file that changed while it was read is not remembered.
+	after, err := f.Stat()
+	if err != nil {
+		return sum, nil
+	}
+	if now, _ := identify(after); now != id {
+		return sum, nil
+	}
+	entries[path] = digestEntry{fileID: id, SHA256: sum}
+	// The cache only saves time: a folder that cannot be written
+	// leaves the next run hashing again.
+	_ = c.write(entries)
+	return sum, nil
+}
+
+// folderUsable reports whether the cache's folder may hold the cache:
+// missing (write creates it, 0700), or a folder, not a link, of the
+// current user that no one else may write to.
+func (c *DigestCache) folderUsable() bool {
+	fi, err := os.Lstat(filepath.Dir(c.File))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && fi.IsDir() && private(fi)
+}
+
+// read returns the cache's entries: none from a file of another user or
+// one others may write to (write replaces it), and nil, so that nothing
+// is written, when the folder is not usable.
+func (c *DigestCache) read() map[string]digestEntry {
+	if !c.folderUsable() {
+		return nil
+	}
+	entries := map[string]digestEntry{}
+	f, err := os.Open(c.File)
+	if err != nil {
+		return entries
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !private(fi) {
+		return entries
+	}
+	b, err := io.ReadAll(f)
+	// A damaged cache is rebuilt.
+	if err != nil || json.Unmarshal(b, &entries) != nil {
+		return map[string]digestEntry{}
+	}
+	return entries
+}
+
+// write replaces the cache file whole (rename), so that runs in parallel
+// never read half a file; the new file is the user's, mode 0600.
+func (c *DigestCache) write(entries map[string]digestEntry) error {
+	dir := filepath.Dir(c.File)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the digest cache folder: %w", err)
+	}
+	if !c.folderUsable() {
+		return fmt.Errorf("the digest cache folder %s is another user's or others may write to it", dir)
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		return fmt.Errorf("encoding the digest cache: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".program-digests-*")
+	if err != nil {
+		return fmt.Errorf("writing the digest cache: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the digest cache: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing the digest cache: %w", err)
+	}
+	if err := os.Rename(f.Name(), c.File); err != nil {
+		return fmt.Errorf("writing the digest cache: %w", err)
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // writeProgram writes an executable shell script and returns its path.
@@ -64,49 +63,5 @@ func TestCommandProgram(t *testing.T) {
 	c.VersionArgv = []string{filepath.Join(bin, "silent")}
 	if _, err := c.Program(context.Background(), Env{}, nil); err == nil || !strings.Contains(err.Error(), "printed nothing") {
 		t.Errorf("a version command that prints nothing: %v", err)
-	}
-}
-
-// TestDigestCache: a file whose path, size and modification time are
-// unchanged is not read again; any of them changing makes a new digest.
-func TestDigestCache(t *testing.T) {
-	dir := t.TempDir()
-	prog := writeProgram(t, dir, "prog", "echo a")
-	cache := &DigestCache{File: filepath.Join(dir, "cache", "digests.json")}
-	first, err := cache.Sum(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uncached, err := (*DigestCache)(nil).Sum(prog)
-	if err != nil || uncached != first {
-		t.Fatalf("without a cache: %s %v, want %s", uncached, err, first)
-	}
-	// Same size, same modification time, other content: the cache answers.
-	fi, _ := os.Stat(prog)
-	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho b\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(prog, fi.ModTime(), fi.ModTime()); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := cache.Sum(prog); got != first {
-		t.Errorf("an unchanged size and time hashed the file again: %s, want the cached %s", got, first)
-	}
-	if got, _ := (*DigestCache)(nil).Sum(prog); got == first {
-		t.Fatalf("the new content has the old digest %s", got)
-	}
-	later := fi.ModTime().Add(time.Minute)
-	if err := os.Chtimes(prog, later, later); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := cache.Sum(prog); got == first {
-		t.Errorf("a new modification time kept the old digest %s", got)
-	}
-	// A damaged cache file is rebuilt, not an error.
-	if err := os.WriteFile(cache.File, []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cache.Sum(prog); err != nil {
-		t.Errorf("a damaged cache: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/postrenderer"
 
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -42,7 +43,9 @@ func NewPostRenderer(ctx context.Context, settings *cli.EnvSettings, name string
 }
 
 // execPostRenderer runs an executable with the manifests on its standard
-// input, without a shell; an interrupt (ctx) stops it.
+// input, without a shell; an interrupt (ctx) stops it. Its stderr, quoted
+// when it fails, is masked as an injector's is (inject.MaskOutput): a
+// post-renderer may echo its input, Secrets included.
 type execPostRenderer struct {
 	ctx  context.Context
 	path string
@@ -50,6 +53,7 @@ type execPostRenderer struct {
 }
 
 func (p execPostRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
+	manifests := bytes.Clone(in.Bytes())
 	cmd := exec.CommandContext(p.ctx, p.path, p.args...)
 	var out, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, &out, &stderr
@@ -62,7 +66,7 @@ func (p execPostRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		if msg == "" {
 			return nil, fmt.Errorf("%s: %w", p.path, err)
 		}
-		return nil, fmt.Errorf("%s: %w: %s", p.path, err, msg)
+		return nil, fmt.Errorf("%s: %w: %s", p.path, err, inject.MaskOutput(msg, manifests))
 	}
 	if len(bytes.TrimSpace(out.Bytes())) == 0 {
 		return nil, fmt.Errorf("%s produced no output", p.path)

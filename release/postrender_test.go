@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,5 +191,49 @@ func TestPostRenderSources(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("documents after the post-renderer (-want +got):\n%s", diff)
+	}
+}
+
+// TestPostRendererStderrHidesSecretValues: a post-renderer that fails and
+// quotes its input on stderr (whole, one value, a decoded value, a line
+// of one, a stringData value) gets no value of a Secret it was given into
+// helm-inject's error; its own message stays.
+func TestPostRendererStderrHidesSecretValues(t *testing.T) {
+	const plain, line2 = "correct-horse-battery", "second-line-4711"
+	encoded := base64.StdEncoding.EncodeToString([]byte(plain + "\n" + line2))
+	secret, err := manifest.Parse("api/templates/secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  password: "+encoded+"\nstringData:\n  token: plain-string-data-0815")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	for name, body := range map[string]string{
+		"its input":          `cat >&2; echo "bad input" >&2; exit 1`,
+		"one encoded value":  `echo "cannot parse ` + encoded + `: bad input" >&2; exit 1`,
+		"a decoded value":    `echo "user ` + plain + ` rejected: bad input" >&2; exit 1`,
+		"one decoded line":   `echo "line ` + line2 + ` rejected: bad input" >&2; exit 1`,
+		"a stringData value": `echo "token plain-string-data-0815: bad input" >&2; exit 1`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(bin, strings.ReplaceAll(name, " ", "-"))
+			if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pr, err := NewPostRenderer(t.Context(), nil, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = postRender("api", []manifest.Document{secret}, pr)
+			if err == nil {
+				t.Fatal("a failing post-renderer was accepted")
+			}
+			for _, v := range []string{plain, line2, encoded, "plain-string-data-0815"} {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the error quotes %q:\n%s", v, err)
+				}
+			}
+			if !strings.Contains(err.Error(), "exit status 1") || (name != "its input" && !strings.Contains(err.Error(), "bad input")) {
+				t.Errorf("the error lost the post-renderer's own message:\n%s", err)
+			}
+		})
 	}
 }

@@ -95,8 +95,11 @@ func liveSide(ctx context.Context, c liveClients, d manifest.Document, ns string
 	if err := yaml.Unmarshal([]byte(d.Content), &desired); err != nil {
 		return nil, d, nil, err
 	}
-	// Projected on itself, the manifest loses what the live side cannot
-	// have: nulls, status, stringData (as data).
+	// The API server folds a Secret's stringData into data and drops it;
+	// the manifest is compared as it stores it, or an unchanged Secret
+	// would show its data removed. Projected on itself, the manifest then
+	// loses what the live side cannot have: nulls, status.
+	desired = drift.NormalizeSecret(desired)
 	canonical, err := canonicalDocument(d, drift.Project(desired, desired))
 	if err != nil {
 		return nil, d, nil, err
