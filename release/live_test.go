@@ -1,6 +1,9 @@
 package release
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,9 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/drift"
@@ -175,8 +183,20 @@ func TestWorkloadPodsOfStatefulSetsAndDaemonSets(t *testing.T) {
 }
 
 // fakeClients are liveClients over in-memory objects: objs for the
-// dynamic client, typed for pods and ReplicaSets.
+// dynamic and the metadata client, typed for pods and ReplicaSets.
 func fakeClients(t *testing.T, typed []runtime.Object, objs ...*unstructured.Unstructured) liveClients {
+	t.Helper()
+	var meta []*unstructured.Unstructured
+	for _, o := range objs {
+		meta = append(meta, o)
+	}
+	return fakeClientsWithMetadata(t, typed, meta, objs...)
+}
+
+// fakeClientsWithMetadata is fakeClients whose metadata client has
+// metadataOf, not objs: an object whose metadata changes between the two
+// reads.
+func fakeClientsWithMetadata(t *testing.T, typed []runtime.Object, metadataOf []*unstructured.Unstructured, objs ...*unstructured.Unstructured) liveClients {
 	t.Helper()
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
@@ -193,7 +213,36 @@ func fakeClients(t *testing.T, typed []runtime.Object, objs ...*unstructured.Uns
 		{Version: "v1", Resource: "services"}:                                         "ServiceList",
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}: "ClusterRoleList",
 	}, ro...)
-	return liveClients{mapper: mapper, dynamic: dyn, typed: kubefake.NewClientset(typed...)}
+	var mo []runtime.Object
+	scheme := metadatafake.NewTestScheme()
+	for _, o := range metadataOf {
+		gvk := o.GroupVersionKind()
+		scheme.AddKnownTypeWithName(gvk, &metav1.PartialObjectMetadata{})
+		scheme.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &metav1.PartialObjectMetadataList{})
+		mo = append(mo, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: o.GetAPIVersion(), Kind: o.GetKind()},
+			ObjectMeta: metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), Labels: o.GetLabels(), Annotations: o.GetAnnotations()}})
+	}
+	md := metadatafake.NewSimpleMetadataClient(scheme, mo...)
+	return liveClients{mapper: mapper, dynamic: dyn, typed: kubefake.NewClientset(typed...), metadata: md}
+}
+
+// ownedByRelease gives u helm's ownership label and annotations of release name
+// in namespace ns, as helm sets them when it applies an object.
+func ownedByRelease(u *unstructured.Unstructured, name, ns string) *unstructured.Unstructured {
+	u = u.DeepCopy()
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["app.kubernetes.io/managed-by"] = "Helm"
+	u.SetLabels(labels)
+	annotations := u.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["meta.helm.sh/release-name"], annotations["meta.helm.sh/release-namespace"] = name, ns
+	u.SetAnnotations(annotations)
+	return u
 }
 
 const liveManifest = `---
@@ -253,7 +302,7 @@ func TestLiveRun(t *testing.T) {
 		pod("b", "shop", owner("web-1", "rs1"), true, v100, sel, spec),
 		pod("c", "shop", owner("web-2", "rs2"), true, v110, sel, spec),
 	}
-	c := fakeClients(t, typed, cm, role, dep)
+	c := fakeClients(t, typed, ownedByRelease(cm, "web", "shop"), ownedByRelease(role, "web", "shop"), ownedByRelease(dep, "web", "shop"))
 	l := &Live{Ignore: []drift.Ignore{{Kind: "Deployment", Pointer: "/spec/replicas"}}}
 	st, err := l.Run(t.Context(), c, rel)
 	if err != nil {
@@ -342,5 +391,207 @@ spec:
 	wantNotes := []string{"apps/v1 Deployment web: /spec/template/spec/containers/1 added in the cluster; an apply keeps it (see docs/live.md to restore the release's state)"}
 	if diff := cmp.Diff(wantNotes, notes); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+// TestLiveReadsOnlyWhatTheReleaseOwns: a release record is a Secret
+// anyone who may create Secrets in its namespace can write, naming any
+// object. The live view reads an object's content only when its metadata,
+// read alone, carries helm's ownership label and both annotations of this
+// release, in any namespace (the release's own too) and of any scope;
+// every other object is listed as not owned, counts as drift, and its
+// content is never fetched: no get reaches the dynamic client for it, and
+// nothing of it is in the state.
+func TestLiveReadsOnlyWhatTheReleaseOwns(t *testing.T) {
+	const secret = "hunter2-do-not-print"
+	cm := func(ns, name string) *unstructured.Unstructured {
+		return unstructuredFrom(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+name+", namespace: "+ns+"}\ndata: {password: "+secret+"}\n")
+	}
+	without := func(u *unstructured.Unstructured, key string) *unstructured.Unstructured {
+		u = u.DeepCopy()
+		l, a := u.GetLabels(), u.GetAnnotations()
+		delete(l, key)
+		delete(a, key)
+		u.SetLabels(l)
+		u.SetAnnotations(a)
+		return u
+	}
+	with := func(u *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+		u = u.DeepCopy()
+		if key == "app.kubernetes.io/managed-by" {
+			l := u.GetLabels()
+			l[key] = value
+			u.SetLabels(l)
+			return u
+		}
+		a := u.GetAnnotations()
+		a[key] = value
+		u.SetAnnotations(a)
+		return u
+	}
+	role := unstructuredFrom(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: admin-ish}\nrules: [{verbs: ['*']}]\n")
+	objs := []*unstructured.Unstructured{
+		cm("payments", "db-config"),                                     // another namespace, no ownership
+		ownedByRelease(cm("payments", "owned-by-db"), "db", "payments"), // another release's
+		cm("tenant", "plain"),                                           // the release's namespace, no ownership
+		with(ownedByRelease(cm("tenant", "other-ns"), "steal", "tenant"), "meta.helm.sh/release-namespace", "payments"), // same name, other namespace
+		with(ownedByRelease(cm("tenant", "other-name"), "steal", "tenant"), "meta.helm.sh/release-name", "db"),
+		without(ownedByRelease(cm("tenant", "no-label"), "steal", "tenant"), "app.kubernetes.io/managed-by"),
+		with(ownedByRelease(cm("tenant", "other-manager"), "steal", "tenant"), "app.kubernetes.io/managed-by", "Tiller"),
+		without(ownedByRelease(cm("tenant", "no-name"), "steal", "tenant"), "meta.helm.sh/release-name"),
+		without(ownedByRelease(cm("tenant", "no-namespace"), "steal", "tenant"), "meta.helm.sh/release-namespace"),
+		role, // cluster-scoped, no ownership
+		ownedByRelease(cm("shared", "mine"), "steal", "tenant"), // another namespace, owned: read
+		ownedByRelease(cm("tenant", "own"), "steal", "tenant"),  // read
+	}
+	var manifest strings.Builder
+	doc := func(kind, ns, name, data string) {
+		fmt.Fprintf(&manifest, "---\n# Source: steal/templates/all.yaml\napiVersion: v1\nkind: %s\nmetadata:\n  name: %s\n", kind, name)
+		if ns != "" {
+			fmt.Fprintf(&manifest, "  namespace: %s\n", ns)
+		}
+		manifest.WriteString(data)
+	}
+	for _, o := range objs[:len(objs)-3] {
+		doc("ConfigMap", o.GetNamespace(), o.GetName(), "data: {password: guess}\n")
+	}
+	manifest.WriteString("---\n# Source: steal/templates/all.yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: admin-ish\nrules: []\n")
+	doc("ConfigMap", "shared", "mine", "data: {password: guess}\n")
+	doc("ConfigMap", "", "own", "data: {password: guess}\n")
+	doc("ConfigMap", "", "gone", "data: {password: guess}\n")
+	rel := &release.Release{Name: "steal", Namespace: "tenant", Version: 1, Manifest: manifest.String()}
+
+	c := fakeClients(t, nil, objs...)
+	st, err := (&Live{}).Run(t.Context(), c, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notOwned := func(ns, name string) ObjectDrift {
+		return ObjectDrift{Kind: "ConfigMap", Name: name, Namespace: ns, NotOwned: true}
+	}
+	changed := func(ns, name string) ObjectDrift {
+		return ObjectDrift{Kind: "ConfigMap", Name: name, Namespace: ns, Differences: []drift.Difference{{Path: "/data/password", Kind: drift.Changed, Want: `"guess"`, Got: `"` + secret + `"`, Cause: "edited"}}}
+	}
+	want := []ObjectDrift{
+		notOwned("payments", "db-config"), notOwned("payments", "owned-by-db"), notOwned("tenant", "plain"),
+		notOwned("tenant", "other-ns"), notOwned("tenant", "other-name"), notOwned("tenant", "no-label"),
+		notOwned("tenant", "other-manager"), notOwned("tenant", "no-name"), notOwned("tenant", "no-namespace"),
+		{Kind: "ClusterRole", Name: "admin-ish", NotOwned: true},
+		changed("shared", "mine"), changed("tenant", "own"),
+		{Kind: "ConfigMap", Name: "gone", Namespace: "tenant", Missing: true},
+	}
+	if diff := cmp.Diff(want, st.Objects, cmpopts.IgnoreUnexported(drift.Difference{})); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if !st.Drifted {
+		t.Error("objects the release does not own are not drift")
+	}
+	// Only the owned objects' content was fetched.
+	var got []string
+	for _, a := range c.dynamic.(*dynamicfake.FakeDynamicClient).Actions() {
+		if g, ok := a.(k8stesting.GetAction); ok {
+			got = append(got, g.GetNamespace()+"/"+g.GetName())
+		}
+	}
+	if wantGets := []string{"shared/mine", "tenant/own"}; !cmp.Equal(got, wantGets) {
+		t.Errorf("content read of %v, want only %v", got, wantGets)
+	}
+	// Nothing of an object the release does not own is in the state.
+	b, err := json.Marshal(st.Objects[:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) || strings.Contains(string(b), "Tiller") || strings.Contains(string(b), `"db"`) {
+		t.Errorf("the state of objects not owned shows their content or metadata: %s", b)
+	}
+
+	// Owned when its metadata was read, another's when its content was
+	// (changed in between): dropped, not compared.
+	changedOwner := ownedByRelease(cm("tenant", "own"), "db", "tenant")
+	c = fakeClientsWithMetadata(t, nil, []*unstructured.Unstructured{ownedByRelease(cm("tenant", "own"), "steal", "tenant")}, changedOwner)
+	one := &release.Release{Name: "steal", Namespace: "tenant", Manifest: "---\n# Source: a.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\ndata: {password: guess}\n"}
+	st, err = (&Live{}).Run(t.Context(), c, one)
+	if err != nil || !cmp.Equal(st.Objects, []ObjectDrift{notOwned("tenant", "own")}) || !st.Drifted {
+		t.Errorf("an object whose owner changed between the two reads: %+v, %v; want not owned", st, err)
+	}
+	// A permission the cluster refuses on the metadata is an error, not
+	// "missing" or "not owned".
+	c = fakeClients(t, nil, ownedByRelease(cm("tenant", "own"), "steal", "tenant"))
+	c.metadata.(*metadatafake.FakeMetadataClient).PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "own", errors.New("RBAC"))
+	})
+	if _, err := (&Live{}).Run(t.Context(), c, one); !apierrors.IsForbidden(err) {
+		t.Errorf("a refused metadata read: %v, want the forbidden error", err)
+	}
+	// An API server that cannot send metadata alone (406): the whole
+	// object is read, compared when owned, dropped when not.
+	for owner, want := range map[string]ObjectDrift{"steal": changed("tenant", "own"), "db": notOwned("tenant", "own")} {
+		c = fakeClients(t, nil, ownedByRelease(cm("tenant", "own"), owner, "tenant"))
+		c.metadata.(*metadatafake.FakeMetadataClient).PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewGenericServerResponse(406, "get", schema.GroupResource{Resource: "configmaps"}, "own", "", 0, false)
+		})
+		st, err = (&Live{}).Run(t.Context(), c, one)
+		if err != nil || !cmp.Equal(st.Objects, []ObjectDrift{want}, cmpopts.IgnoreUnexported(drift.Difference{})) {
+			t.Errorf("metadata alone not acceptable, owned by %s: %+v, %v; want %+v", owner, st, err, want)
+		}
+	}
+	// A workload the release does not own: its pods are not listed.
+	dep := unstructuredFrom(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: tenant, uid: dep}\nspec:\n  selector: {matchLabels: {app: web}}\n")
+	typed := []runtime.Object{pod("web-a", "tenant", owner("web", "dep"), true, v100, map[string]string{"app": "web"}, corev1.PodSpec{})}
+	st, err = (&Live{}).Run(t.Context(), fakeClients(t, typed, dep), &release.Release{Name: "steal", Namespace: "tenant", Manifest: liveManifest})
+	if err != nil || len(st.Workloads) != 0 || len(st.InjectorPods) != 0 {
+		t.Errorf("a workload not owned: %+v, %v; want no pods read", st, err)
+	}
+}
+
+// TestLiveChecksWhereTheRecordIsStored: helm's storage takes a record's
+// namespace from its content, so a record written in namespace tenant can
+// claim payments, and payments' release's objects would pass the
+// ownership test. The live view reads a release only when the namespace
+// its record names holds that record (same name, revision, manifest), in
+// Helm's Secret and ConfigMap storage alike.
+func TestLiveChecksWhereTheRecordIsStored(t *testing.T) {
+	const manifest = "---\n# Source: db/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db-config\ndata: {password: guess}\n"
+	genuine := &release.Release{Name: "db", Namespace: "payments", Version: 3, Manifest: manifest,
+		Info: &release.Info{Status: rcommon.StatusDeployed}}
+	live := ownedByRelease(unstructuredFrom(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db-config, namespace: payments}\ndata: {password: guess}\n"), "db", "payments")
+	for _, kind := range []string{driver.SecretsDriverName, driver.ConfigMapsDriverName} {
+		t.Run(kind, func(t *testing.T) {
+			c := fakeClients(t, nil, live)
+			var storage driver.Driver = driver.NewSecrets(c.typed.CoreV1().Secrets("payments"))
+			if kind == driver.ConfigMapsDriverName {
+				storage = driver.NewConfigMaps(c.typed.CoreV1().ConfigMaps("payments"))
+			}
+			c.records = namespacedRecords(storage, c.typed)
+			if err := storage.Create("sh.helm.release.v1.db.v3", genuine); err != nil {
+				t.Fatal(err)
+			}
+			// The genuine record, and an exact copy (read from anywhere, it
+			// views the same objects).
+			copied := *genuine
+			for _, r := range []*release.Release{genuine, &copied} {
+				if st, err := (&Live{}).Run(t.Context(), c, r); err != nil || st.Drifted {
+					t.Errorf("the record payments holds: %+v, %v; want read, in sync", st, err)
+				}
+			}
+			for what, forged := range map[string]*release.Release{
+				"another manifest":                {Name: "db", Namespace: "payments", Version: 3, Manifest: strings.Replace(manifest, "guess", "other", 1)},
+				"a revision payments lacks":       {Name: "db", Namespace: "payments", Version: 4, Manifest: manifest},
+				"a release payments lacks":        {Name: "cache", Namespace: "payments", Version: 3, Manifest: manifest},
+				"a namespace without any release": {Name: "db", Namespace: "elsewhere", Version: 3, Manifest: manifest},
+			} {
+				_, err := (&Live{}).Run(t.Context(), c, forged)
+				if want := fmt.Sprintf(`release %q: its record names namespace %q, whose release storage holds no such record of revision %d`, forged.Name, forged.Namespace, forged.Version); err == nil || !strings.HasPrefix(err.Error(), want) {
+					t.Errorf("a record with %s: %v\nwant %s", what, err, want)
+				}
+			}
+			if _, err := (&Live{}).Run(t.Context(), c, &release.Release{Name: "db", Manifest: manifest}); err == nil || err.Error() != `release "db": its record names no namespace, so its objects are not read` {
+				t.Errorf("a record without a namespace: %v", err)
+			}
+		})
+	}
+	// Storage without namespaces (memory, SQL): nothing to check.
+	if got := namespacedRecords(driver.NewMemory(), kubefake.NewClientset()); got != nil {
+		t.Error("the memory driver has namespaced records")
 	}
 }

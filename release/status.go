@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/helm-inject/helm-inject/chartify"
@@ -45,10 +46,12 @@ type WorkloadState struct {
 
 // ReleaseState is a helm-inject release as its latest revision records it.
 type ReleaseState struct {
-	Name      string          `json:"name"`
-	Namespace string          `json:"namespace"`
-	Revision  int             `json:"revision"`
-	Status    string          `json:"status"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Revision  int    `json:"revision"`
+	Status    string `json:"status"`
+	// Chart is name-version, MISSING for a record without a chart (as
+	// helm list and helm history say).
 	Chart     string          `json:"chart"`
 	Source    string          `json:"source,omitempty"`
 	Injectors []InjectorState `json:"injectors"`
@@ -59,6 +62,10 @@ type ReleaseState struct {
 	History []RevisionInjectors `json:"history,omitempty"`
 	// Live is what runs in the cluster (--live only).
 	Live *LiveState `json:"live,omitempty"`
+	// Error says why the release could not be read (list only, which
+	// goes on with the next release); the fields before it are what
+	// could be.
+	Error string `json:"error,omitempty"`
 }
 
 // Status reads one release's injectors and per-workload injections from
@@ -69,6 +76,9 @@ type Status struct {
 	Library *inject.Library
 	// Live, when set, adds what runs in the cluster.
 	Live *Live
+	// connect makes the live view's clients; newLiveClients when nil
+	// (tests give in-memory ones).
+	connect func(*action.Configuration) (liveClients, error)
 }
 
 // NewStatus returns a Status bound to a Helm configuration.
@@ -91,7 +101,7 @@ func (s *Status) Run(ctx context.Context, name string) (*ReleaseState, error) {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	if s.Live != nil {
-		c, err := newLiveClients(s.cfg)
+		c, err := connect(s.connect, s.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
@@ -144,7 +154,7 @@ func injectorHistory(rels []*release.Release) ([]RevisionInjectors, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, RevisionInjectors{Revision: r.Version, Status: r.Info.Status.String(), Injectors: append([]inject.Record{}, recs...)})
+		out = append(out, RevisionInjectors{Revision: r.Version, Status: recordStatus(r), Injectors: append([]inject.Record{}, recs...)})
 	}
 	return out, nil
 }
@@ -158,10 +168,32 @@ func IsManaged(rel *release.Release) bool {
 	return ok
 }
 
+// missingChart is the chart of a record without one, as helm history and
+// helm list print it (formatChartName in helm's pkg/cmd).
+const missingChart = "MISSING"
+
+// chartName is a record's chart as name-version, MISSING without one.
+func chartName(rel *release.Release) string {
+	if rel.Chart == nil || rel.Chart.Metadata == nil {
+		return missingChart
+	}
+	return rel.Chart.Metadata.Name + "-" + rel.Chart.Metadata.Version
+}
+
+// recordStatus is a record's status; "unknown" (Helm's name for a status
+// it cannot tell) for a record without its info, which helm's own list
+// and status do not survive.
+func recordStatus(rel *release.Release) string {
+	if rel.Info == nil {
+		return common.StatusUnknown.String()
+	}
+	return rel.Info.Status.String()
+}
+
 func releaseState(rel *release.Release, lib *inject.Library) (*ReleaseState, error) {
-	st := &ReleaseState{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Status: rel.Info.Status.String(), Injectors: []InjectorState{}}
-	if md := rel.Chart.Metadata; md != nil {
-		st.Chart = md.Name + "-" + md.Version
+	st := &ReleaseState{Name: rel.Name, Namespace: rel.Namespace, Revision: rel.Version, Status: recordStatus(rel), Chart: chartName(rel), Injectors: []InjectorState{}}
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		md := rel.Chart.Metadata
 		st.Source = redact.String(md.Annotations[chartify.AnnotationSource])
 		recs, err := revisionRecords(rel)
 		if err != nil {
@@ -180,4 +212,12 @@ func releaseState(rel *release.Release, lib *inject.Library) (*ReleaseState, err
 		}
 	}
 	return st, nil
+}
+
+// connect makes a live view's clients with f, newLiveClients when nil.
+func connect(f func(*action.Configuration) (liveClients, error), cfg *action.Configuration) (liveClients, error) {
+	if f == nil {
+		f = newLiveClients
+	}
+	return f(cfg)
 }

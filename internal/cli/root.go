@@ -45,8 +45,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	err = release.ExplainClusterError(err, settings)
 	// Errors often quote a chart URL (an injector spec is redacted where
-	// the error names it).
-	fmt.Fprintf(stderr, "Error: %s\n", redact.URLs(err.Error()))
+	// the error names it), and names a release record holds (its objects'),
+	// whose control characters are escaped.
+	fmt.Fprintf(stderr, "Error: %s\n", printableText(redact.URLs(err.Error())))
 	return 1
 }
 

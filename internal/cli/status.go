@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,14 +48,25 @@ func checkOutput(format string) error {
 	return err
 }
 
+// writeStructured writes v as JSON or YAML with the characters a terminal
+// acts on escaped (see printable.go); false for table output.
 func writeStructured(w io.Writer, format string, v any) (bool, error) {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
-		return true, enc.Encode(v)
+		if err := enc.Encode(v); err != nil {
+			return true, err
+		}
+		_, err := w.Write(escapeJSON(buf.Bytes()))
+		return true, err
 	case "yaml":
-		b, err := yaml.Marshal(v)
+		jv, err := jsonValue(v)
+		if err != nil {
+			return true, err
+		}
+		b, err := yaml.Marshal(printableValue(jv))
 		if err != nil {
 			return true, err
 		}
@@ -74,9 +86,9 @@ type liveFlags struct {
 }
 
 func (l *liveFlags) add(f *pflag.FlagSet) {
-	f.BoolVar(&l.live, "live", false, "also read the cluster: the objects that drifted from the release's manifest, and each workload's pods by template with their injectors and images")
+	f.BoolVar(&l.live, "live", false, "also read the cluster: the objects that drifted from the release's manifest or that the release does not own (not read), and each workload's pods by template with their injectors and images")
 	f.StringArrayVar(&l.ignore, "ignore-drift", nil, "with --live, a field another controller owns, not drift: [KIND[/NAME]:]/JSON/POINTER, e.g. Deployment/web:/spec/replicas (repeatable)")
-	f.BoolVar(&l.detailedExit, "detailed-exitcode", false, "with --live, exit 2 when an object drifted or pods of an older template run")
+	f.BoolVar(&l.detailedExit, "detailed-exitcode", false, "with --live, exit 2 when an object drifted, is missing or is not owned by the release, or pods of an older template run (1 when something could not be read)")
 }
 
 // viewer is the Live the flags ask for; nil without --live. Every rule is
@@ -122,15 +134,23 @@ func newStatusCommand(settings *cli.EnvSettings) *cobra.Command {
 of each built-in injector, the newest version the library offers (OUTDATED
 when newer), the program each external injector ran, per workload the
 containers each built-in injector added, and every revision's injectors.
-Only the Helm release (its Secret in the cluster) is read.
+Only the Helm release (its Secret in the cluster) is read. A record
+without a chart shows CHART: MISSING, as helm history does. Strings from
+the record are printed with control characters escaped (\x1b, \r).
 
-With --live the cluster is read too (get and list in the release's
-namespace, nothing written): every object of the release is compared with
-the manifest the release applied, limited to the fields the manifest sets
-(defaults the API server adds are not drift), and each Deployment,
-StatefulSet and DaemonSet shows its pods by template: current or older,
-ready, the built-in injector versions and images they run, and containers
-their template lacks (injected by a webhook). See docs/live.md.`,
+With --live the cluster is read too (get and list, nothing written): every
+object of the release is compared with the manifest the release applied,
+limited to the fields the manifest sets (defaults the API server adds are
+not drift), and each Deployment, StatefulSet and DaemonSet shows its pods
+by template: current or older, ready, the built-in injector versions and
+images they run, and containers their template lacks (injected by a
+webhook). A release record is a Secret anyone who may create Secrets in
+its namespace can write, naming any object; so an object is read only
+when its metadata, read first and alone, carries helm's ownership label
+and annotations of this release (the test helm makes before it adopts an
+object), in any namespace, and only when the record is stored in the
+namespace it names. Any other object is shown as not owned by this
+release, without its content, and counts as drift. See docs/live.md.`,
 		Args: exactArgs(1, "a RELEASE name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -167,12 +187,15 @@ their template lacks (injected by a webhook). See docs/live.md.`,
 	return cmd
 }
 
+// writeStatus prints a release's state; every string from the record
+// or the cluster goes through printable.
 func writeStatus(w io.Writer, rs *release.ReleaseState) {
-	fmt.Fprintf(w, "NAME: %s\nNAMESPACE: %s\nREVISION: %d\nSTATUS: %s\nCHART: %s\nSOURCE: %s\n\n", rs.Name, rs.Namespace, rs.Revision, rs.Status, rs.Chart, rs.Source)
+	p := printable
+	fmt.Fprintf(w, "NAME: %s\nNAMESPACE: %s\nREVISION: %d\nSTATUS: %s\nCHART: %s\nSOURCE: %s\n\n", p(rs.Name), p(rs.Namespace), rs.Revision, p(rs.Status), p(rs.Chart), p(rs.Source))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INJECTOR\tVERSION\tPROGRAM\tNEWEST\tOUTDATED")
 	for _, in := range rs.Injectors {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Name, dash(in.Version), dash(in.Program.Short()), dash(in.Newest), yes(in.Outdated))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p(in.Name), dash(p(in.Version)), dash(p(in.Program.Short())), dash(p(in.Newest)), yes(in.Outdated))
 	}
 	tw.Flush()
 	if len(rs.Workloads) > 0 {
@@ -180,19 +203,19 @@ func writeStatus(w io.Writer, rs *release.ReleaseState) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "WORKLOAD\tINJECTOR\tVERSION\tADDED")
 		for _, wl := range rs.Workloads {
-			name := wl.Kind + "/" + wl.Name
+			name := p(wl.Kind + "/" + wl.Name)
 			if wl.Hook {
 				name += " (hook)"
 			}
 			for _, e := range wl.Injectors {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, e.Name, e.Version, strings.Join(addedParts(e), ", "))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, p(e.Name), p(e.Version), p(strings.Join(addedParts(e), ", ")))
 			}
 		}
 		tw.Flush()
 	}
 	writeInjectorHistory(w, rs.History)
 	if rs.Live != nil {
-		writeLive(w, rs.Live)
+		writeLive(w, rs.Live, rs.Namespace)
 	}
 }
 
@@ -211,19 +234,29 @@ func addedParts(e inject.StatusEntry) []string {
 }
 
 // writeLive prints the live view: drift per object with paths and causes,
-// pods by template, pods per injector version.
-func writeLive(w io.Writer, l *release.LiveState) {
+// the objects the release does not own, pods by template, pods per
+// injector version. An object outside the release's namespace ns is shown
+// with its namespace.
+func writeLive(w io.Writer, l *release.LiveState, ns string) {
+	p := printable
 	fmt.Fprintf(w, "\nLIVE: %s\n", liveSummary(l))
 	if len(l.Objects) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "OBJECT\tDRIFT\tCAUSE")
 		for _, o := range l.Objects {
-			if o.Missing {
-				fmt.Fprintf(tw, "%s/%s\t(the whole object)\tdeleted from the cluster\n", o.Kind, o.Name)
+			name := p(o.Kind + "/" + o.Name)
+			if o.Namespace != "" && o.Namespace != ns {
+				name += " (namespace " + p(o.Namespace) + ")"
+			}
+			switch {
+			case o.NotOwned:
+				fmt.Fprintf(tw, "%s\t(the whole object)\tnot owned by this release (not read)\n", name)
+			case o.Missing:
+				fmt.Fprintf(tw, "%s\t(the whole object)\tdeleted from the cluster\n", name)
 			}
 			for _, d := range o.Differences {
-				fmt.Fprintf(tw, "%s/%s\t%s\t%s\n", o.Kind, o.Name, differenceText(d), d.Cause)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", name, p(differenceText(d)), p(d.Cause))
 			}
 		}
 		tw.Flush()
@@ -233,12 +266,13 @@ func writeLive(w io.Writer, l *release.LiveState) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "WORKLOAD\tTEMPLATE\tPODS\tREADY\tINJECTORS\tCONTAINERS\tNOT IN TEMPLATE")
 		for _, wl := range l.Workloads {
+			name := p(wl.Kind + "/" + wl.Name)
 			if len(wl.Templates) == 0 {
-				fmt.Fprintf(tw, "%s/%s\t-\t0\t0\t-\t-\t-\n", wl.Kind, wl.Name)
+				fmt.Fprintf(tw, "%s\t-\t0\t0\t-\t-\t-\n", name)
 			}
 			for _, t := range wl.Templates {
-				fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\n", wl.Kind, wl.Name, templateLabel(t), t.Pods, t.Ready,
-					dash(strings.Join(t.Injectors, ", ")), dash(strings.Join(t.Containers, ", ")), notInTemplate(t.NotInTemplate))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", name, p(templateLabel(t)), t.Pods, t.Ready,
+					dash(p(strings.Join(t.Injectors, ", "))), dash(p(strings.Join(t.Containers, ", "))), p(notInTemplate(t.NotInTemplate)))
 			}
 		}
 		tw.Flush()
@@ -248,7 +282,7 @@ func writeLive(w io.Writer, l *release.LiveState) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "INJECTOR VERSION\tPODS")
 		for _, k := range slices.Sorted(maps.Keys(l.InjectorPods)) {
-			fmt.Fprintf(tw, "%s\t%d\n", k, l.InjectorPods[k])
+			fmt.Fprintf(tw, "%s\t%d\n", p(k), l.InjectorPods[k])
 		}
 		tw.Flush()
 	}
@@ -256,8 +290,17 @@ func writeLive(w io.Writer, l *release.LiveState) {
 
 func liveSummary(l *release.LiveState) string {
 	var parts []string
-	if n := len(l.Objects); n > 0 {
+	notOwned := 0
+	for _, o := range l.Objects {
+		if o.NotOwned {
+			notOwned++
+		}
+	}
+	if n := len(l.Objects) - notOwned; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s drifted", n, plural(n, "object", "objects")))
+	}
+	if notOwned > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s not owned by this release", notOwned, plural(notOwned, "object", "objects")))
 	}
 	if l.OldPods > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s of an older template", l.OldPods, plural(l.OldPods, "pod", "pods")))
@@ -316,7 +359,16 @@ func newListCommand(settings *cli.EnvSettings) *cobra.Command {
 each release's injectors: name@version for a built-in one, the spec and the
 program it ran for an external one, and OUTDATED when the library has a
 newer version. With --live a LIVE column says whether each release's
-objects drifted and how many pods of older templates run (see status --live).`,
+objects drifted, how many the release does not own (not read) and how many
+pods of older templates run (see status --live).
+
+A release that cannot be read (its injector records do not decode; with
+--live, a kind the cluster no longer serves, a permission the cluster
+refuses, a record that names a namespace it is not stored in) is listed
+with the reason in its row's INJECTORS column (its error field in -o json
+and -o yaml), the others are read on, and list exits 1 after printing them all, with or
+without --detailed-exitcode. Strings from release records are printed with
+control characters escaped (\x1b, \r).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -337,6 +389,7 @@ objects drifted and how many pods of older templates run (see status --live).`,
 			}
 			ls := release.NewList(cfg)
 			ls.AllNamespaces, ls.Library, ls.Live = all, lib, viewer
+			ls.Explain = func(err error) error { return release.ExplainClusterError(err, settings) }
 			rels, err := ls.Run(cmd.Context())
 			if err != nil {
 				return err
@@ -346,29 +399,12 @@ objects drifted and how many pods of older templates run (see status --live).`,
 				if err != nil {
 					return err
 				}
-				return lf.exit(rels...)
+				return listExit(lf, rels)
 			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			header := "NAME\tNAMESPACE\tREVISION\tSTATUS\tCHART\tINJECTORS\tOUTDATED"
-			if lf.live {
-				header += "\tLIVE"
-			}
-			fmt.Fprintln(tw, header)
-			for _, r := range rels {
-				var inj []string
-				for _, in := range r.Injectors {
-					inj = append(inj, injectorSummary(in.Name, in.Version, in.Program))
-				}
-				line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Name, r.Namespace, r.Revision, r.Status, r.Chart, strings.Join(inj, ", "), yes(r.Outdated))
-				if r.Live != nil {
-					line += "\t" + liveSummary(r.Live)
-				}
-				fmt.Fprintln(tw, line)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := writeList(w, rels, lf.live); err != nil {
 				return err
 			}
-			return lf.exit(rels...)
+			return listExit(lf, rels)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list releases in every namespace")
@@ -376,6 +412,54 @@ objects drifted and how many pods of older templates run (see status --live).`,
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	lf.add(cmd.Flags())
 	return cmd
+}
+
+// writeList prints one row per release; a release that could not be read
+// shows why in its INJECTORS column, and - in OUTDATED and LIVE.
+func writeList(w io.Writer, rels []*release.ReleaseState, live bool) error {
+	p := printable
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := "NAME\tNAMESPACE\tREVISION\tSTATUS\tCHART\tINJECTORS\tOUTDATED"
+	if live {
+		header += "\tLIVE"
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range rels {
+		var inj []string
+		for _, in := range r.Injectors {
+			inj = append(inj, injectorSummary(in.Name, in.Version, in.Program))
+		}
+		injectors, outdated, liveCol := p(strings.Join(inj, ", ")), yes(r.Outdated), "-"
+		switch {
+		case r.Error != "":
+			injectors, outdated = "cannot read: "+p(r.Error), "-"
+		case r.Live != nil:
+			liveCol = liveSummary(r.Live)
+		}
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", p(r.Name), p(r.Namespace), r.Revision, p(r.Status), p(r.Chart), injectors, outdated)
+		if live {
+			line += "\t" + liveCol
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}
+
+// listExit is list's exit: 1 when a release could not be read (after
+// every release is printed; an error beats drift), else
+// --detailed-exitcode's answer.
+func listExit(lf liveFlags, rels []*release.ReleaseState) error {
+	failed := 0
+	for _, r := range rels {
+		if r.Error != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("could not read %d of %d %s; %s why", failed, len(rels), plural(len(rels), "release", "releases"),
+			plural(failed, "its row says", "their rows say"))
+	}
+	return lf.exit(rels...)
 }
 
 // injectorSummary is one injector in a line: name@version for a built-in
@@ -405,7 +489,7 @@ func writeInjectorHistory(w io.Writer, history []release.RevisionInjectors) {
 		for _, r := range h.Injectors {
 			inj = append(inj, injectorSummary(r.Name, r.Version, r.Program))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", h.Revision, h.Status, dash(strings.Join(inj, ", ")))
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", h.Revision, printable(h.Status), dash(printable(strings.Join(inj, ", "))))
 	}
 	tw.Flush()
 }
