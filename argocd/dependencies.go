@@ -2,37 +2,26 @@ package argocd
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/internal/repofs"
 )
 
-// BuildDependencies fills the charts/ folder of the application's chart
-// with each dependency Chart.yaml lists and charts/ lacks, as Argo CD's
-// Helm source type runs `helm dependency build` for a chart whose
-// dependencies are missing, but offline: a repo-server plugin reaches no
-// network. A dependency whose repository is a file:// folder inside the
-// repository is packaged from that folder (its version checked against the
-// constraint); any other missing one is an error naming it. Vendored
-// dependencies (in charts/, as folders or .tgz files) are used as they
-// are, and a packaged chart (.tgz) is left alone.
-func (r *Request) BuildDependencies(appDir string) error {
-	root, chart, err := r.chart(appDir)
-	if err != nil {
-		return fmt.Errorf("%s: %w", r.app(), err)
-	}
-	if fi, err := os.Stat(chart); err != nil || !fi.IsDir() {
-		return nil
-	}
-	ch, err := loader.Load(chart)
-	if err != nil {
-		// template reports a chart that does not load.
-		return nil
-	}
+// addDependencies adds to ch, the chart in the repository folder
+// chartDir, each dependency Chart.yaml lists and charts/ lacks, as Argo
+// CD's Helm source type runs `helm dependency build` for a chart whose
+// dependencies are missing, but in memory and offline: a repo-server
+// plugin reaches no network and writes nothing into the repository. A
+// dependency whose repository is a file:// folder is loaded from that
+// folder, relative to the chart as helm resolves it, through the
+// repository's root (its version checked against the constraint); any
+// other missing one is an error naming it. Vendored dependencies (in
+// charts/, as folders or .tgz files) are used as they are.
+func addDependencies(repo *repofs.Repo, chartDir string, ch *chart.Chart) error {
 	have := map[string]bool{}
 	for _, d := range ch.Dependencies() {
 		have[d.Name()] = true
@@ -43,22 +32,21 @@ func (r *Request) BuildDependencies(appDir string) error {
 		}
 		folder, ok := strings.CutPrefix(dep.Repository, "file://")
 		if !ok {
-			return fmt.Errorf("%s: the chart's dependency %s (%s) is not in its charts/ folder, and the plugin reaches no network: vendor it (helm dependency build, then commit charts/)", r.app(), dep.Name, dep.Repository)
+			return fmt.Errorf("the chart's dependency %s (%s) is not in its charts/ folder, and the plugin reaches no network: vendor it (helm dependency build, then commit charts/)", dep.Name, dep.Repository)
 		}
-		real, err := inRepo(root, chart, "dependency "+dep.Name, folder)
+		dir, err := resolve(repo, chartDir, "dependency "+dep.Name, folder)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r.app(), err)
+			return err
 		}
-		sub, err := loader.Load(real)
+		sub, err := chartify.LoadChartFromRepo(repo, dir)
 		if err != nil {
-			return fmt.Errorf("%s: dependency %s: %w", r.app(), dep.Name, err)
+			return fmt.Errorf("dependency %s: %w", dep.Name, err)
 		}
 		if err := checkDependency(dep.Name, dep.Version, sub.Name(), sub.Metadata.Version); err != nil {
-			return fmt.Errorf("%s: %w", r.app(), err)
+			return err
 		}
-		if _, err := chartutil.Save(sub, filepath.Join(chart, "charts")); err != nil {
-			return fmt.Errorf("%s: dependency %s: %w", r.app(), dep.Name, err)
-		}
+		ch.AddDependency(sub)
+		have[dep.Name] = true
 	}
 	return nil
 }

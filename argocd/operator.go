@@ -111,27 +111,37 @@ func (inj *OperatorInjector) check() error {
 	return nil
 }
 
-// CommandLine is the injector's command with an Application's parameter
-// values, as a line --inject takes. A parameter the operator did not
-// expose, a value that does not match its pattern and a missing required
-// one are refused, naming the injector and the parameter.
+// CommandLine is Argv as a line --inject takes (docs and tests).
 func (inj *OperatorInjector) CommandLine(given map[string]string) (string, error) {
+	argv, err := inj.Argv(given)
+	if err != nil {
+		return "", err
+	}
+	return inject.QuoteCommand(argv), nil
+}
+
+// Argv is the injector's command with an Application's parameter values,
+// each placeholder replaced inside its own argument. A parameter the
+// operator did not expose, a value that does not match its pattern and a
+// missing required one are refused, naming the injector and the
+// parameter.
+func (inj *OperatorInjector) Argv(given map[string]string) ([]string, error) {
 	values := map[string]string{}
 	for _, p := range inj.Parameters {
 		v, ok := given[p.Name]
 		switch {
 		case !ok && p.Default == nil:
-			return "", fmt.Errorf("injector %q: parameter %q is required (%s.%s in %q)", inj.Name, p.Name, inj.Name, p.Name, ParamOperatorInjectorSet)
+			return nil, fmt.Errorf("injector %q: parameter %q is required (%s.%s in %q)", inj.Name, p.Name, inj.Name, p.Name, ParamOperatorInjectorSet)
 		case !ok:
 			v = *p.Default
 		case !p.re.MatchString(v):
-			return "", fmt.Errorf("injector %q: parameter %q: %q does not match the operator's pattern %s", inj.Name, p.Name, v, p.Pattern)
+			return nil, fmt.Errorf("injector %q: parameter %q: %q does not match the operator's pattern %s", inj.Name, p.Name, v, p.Pattern)
 		}
 		values[p.Name] = v
 	}
 	for _, k := range slices.Sorted(maps.Keys(given)) {
 		if _, ok := values[k]; !ok {
-			return "", fmt.Errorf("injector %q has no parameter %q (it has: %s)", inj.Name, k, inj.parameterNames())
+			return nil, fmt.Errorf("injector %q has no parameter %q (it has: %s)", inj.Name, k, inj.parameterNames())
 		}
 	}
 	argv := make([]string, len(inj.Command))
@@ -140,7 +150,7 @@ func (inj *OperatorInjector) CommandLine(given map[string]string) (string, error
 			return values[placeholder.FindStringSubmatch(m)[1]]
 		})
 	}
-	return inject.QuoteCommand(argv), nil
+	return argv, nil
 }
 
 func (inj *OperatorInjector) parameterNames() string {

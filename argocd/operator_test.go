@@ -78,15 +78,40 @@ func TestOperatorInjectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("(-want +got)\n%s", d)
-			}
-			for _, line := range got {
-				if _, err := inject.ParseCommand(line); err != nil {
-					t.Errorf("%q does not parse as an injector command: %v", line, err)
+			var lines []string
+			for _, c := range got {
+				lines = append(lines, c.Spec)
+				if want := strings.Fields(c.Spec); !cmp.Equal(c.Argv, want) {
+					t.Errorf("%q runs %q, want %q", c.Spec, c.Argv, want)
 				}
 			}
+			if d := cmp.Diff(tt.want, lines); d != "" {
+				t.Errorf("(-want +got)\n%s", d)
+			}
 		})
+	}
+}
+
+// TestOperatorInjectorValueIsOneArgument: a parameter's value is one
+// argument of the program, whatever it holds: quotes, spaces and a second
+// flag in it are never split into words again.
+func TestOperatorInjectorValueIsOneArgument(t *testing.T) {
+	pol, err := ReadPolicy(func(k string) string {
+		return map[string]string{EnvInjectors: writeOperatorFile(t, "injectors:\n- {name: a, command: [prog, FILE, '--note={{n}}'], parameters: [{name: n, pattern: '.+'}]}\n")}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const v = `x' --kubeconfig /etc/k "y`
+	got, err := pol.operatorInjectors([]string{"a"}, map[string]string{"a.n": v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"prog", "FILE", "--note=" + v}; len(got) != 1 || !cmp.Equal(got[0].Argv, want) {
+		t.Fatalf("argv %q, want %q", got[0].Argv, want)
+	}
+	if back, err := inject.ParseCommand(got[0].Spec); err != nil || !cmp.Equal(back.Argv, got[0].Argv) {
+		t.Errorf("the recorded spec %q reads back as %v (%v)", got[0].Spec, back, err)
 	}
 }
 

@@ -1,13 +1,17 @@
 package argocd
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/internal/repofs"
 )
 
 // Announcement is one parameter as Argo CD's UI shows it (Argo CD's
@@ -63,13 +67,25 @@ func StaticAnnouncements() []Announcement {
 // and every chart default would become a --set that beats the
 // application's values files.
 func (r *Request) Announce(appDir string) ([]Announcement, error) {
-	_, chart, err := r.chart(appDir)
+	repo, appRel, err := r.openRepo(appDir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.app(), err)
 	}
-	ch, err := loader.Load(chart)
+	defer repo.Close()
+	dir, err := resolve(repo, appRel, "chart", cmp.Or(r.Params.Chart, "."))
 	if err != nil {
-		return nil, fmt.Errorf("%s: chart %s: %w", r.app(), chart, err)
+		return nil, fmt.Errorf("%s: %w", r.app(), err)
+	}
+	load := chartify.LoadChartFromRepo
+	if fi, err := repo.Stat(dir); err == nil && !fi.IsDir() {
+		load = func(repo *repofs.Repo, dir string) (*chart.Chart, error) {
+			ch, _, err := chartify.LoadFromRepo(repo, dir, nil)
+			return ch, err
+		}
+	}
+	ch, err := load(repo, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.app(), err)
 	}
 	vals := map[string]string{}
 	flatten("", ch.Values, vals)

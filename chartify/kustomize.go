@@ -1,20 +1,23 @@
 package chartify
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helm-inject/helm-inject/internal/repofs"
 )
 
 // CheckKustomizationLocal refuses a kustomization in dir that would read
-// anything but files inside root: a remote resource, base or component (a
+// anything but files of the repository: a remote resource, base or component (a
 // URL kustomize fetches or a Git repository it clones), a local entry
-// that resolves outside root, or a Helm chart kustomize would pull. It
+// that resolves outside the repository, or a Helm chart kustomize would pull. It
 // follows every local kustomization the tree refers to. A dir that holds
 // no kustomization passes.
 //
@@ -22,12 +25,12 @@ import (
 // http(s) entry and clones anything that parses as a Git URL, before a
 // file system could refuse it. So the entries are checked by the forms
 // that loader recognizes, before the build.
-func CheckKustomizationLocal(dir, root string) error {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return fmt.Errorf("the repository %s: %w", root, err)
-	}
-	c := kustomizeCheck{root: realRoot, seen: map[string]bool{}}
+//
+// Every file is read through the repository's root, and dir is a path
+// inside it (as repofs.Repo.Resolve returns); messages name repository
+// paths.
+func CheckKustomizationLocal(repo *repofs.Repo, dir string) error {
+	c := kustomizeCheck{repo: repo, seen: map[string]bool{}}
 	return c.dir(dir)
 }
 
@@ -40,19 +43,19 @@ type entryList struct {
 }
 
 type kustomizeCheck struct {
-	root string
+	repo *repofs.Repo
 	seen map[string]bool
 }
 
 // dir checks the kustomization in dir, if there is one.
 func (c kustomizeCheck) dir(dir string) error {
-	name := kustomizationFile(dir)
+	name := kustomizationFileFS(c.repo.FS(), dir)
 	if name == "" || c.seen[dir] {
 		return nil
 	}
 	c.seen[dir] = true
-	file := filepath.Join(dir, name)
-	b, err := os.ReadFile(file)
+	file := path.Join(dir, name)
+	b, err := c.repo.ReadFile(file)
 	if err != nil {
 		return err
 	}
@@ -123,17 +126,17 @@ func (c kustomizeCheck) entry(dir, file, field, e string, folders bool) error {
 	if remoteEntry(e) {
 		return fmt.Errorf("kustomization %s: %s entry %q is remote; only files in the repository are allowed here (vendor it into the repository)", file, field, e)
 	}
-	if filepath.IsAbs(e) {
+	if path.IsAbs(e) || filepath.IsAbs(e) {
 		return fmt.Errorf("kustomization %s: %s entry %q: give a path relative to the kustomization, inside the repository", file, field, e)
 	}
-	real, err := filepath.EvalSymlinks(dir + string(filepath.Separator) + e)
+	real, err := c.repo.Resolve(dir + "/" + e)
+	if errors.Is(err, repofs.ErrOutside) {
+		return fmt.Errorf("kustomization %s: %s entry %q is outside the repository", file, field, e)
+	}
 	if err != nil {
 		return fmt.Errorf("kustomization %s: %s entry %q: %w", file, field, e, err)
 	}
-	if rel, err := filepath.Rel(c.root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("kustomization %s: %s entry %q is outside the repository", file, field, e)
-	}
-	if fi, err := os.Stat(real); err == nil && fi.IsDir() && folders {
+	if fi, err := c.repo.Stat(real); err == nil && fi.IsDir() && folders {
 		return c.dir(real)
 	}
 	return nil

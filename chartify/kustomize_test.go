@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/helm-inject/helm-inject/internal/repofs"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
@@ -53,15 +54,20 @@ func TestCheckKustomizationLocal(t *testing.T) {
 			if err := os.Symlink("..", filepath.Join(repo, "app", "s")); err != nil {
 				t.Fatal(err)
 			}
-			err := CheckKustomizationLocal(filepath.Join(repo, "app"), repo)
+			r, err := repofs.Open(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			err = CheckKustomizationLocal(r, "app")
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "kustomization "+repo) {
-				t.Fatalf("error %v, want one naming the kustomization and %q", err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "kustomization ") || strings.Contains(err.Error(), top) {
+				t.Fatalf("error %v, want one naming the kustomization (a repository path) and %q", err, tt.wantErr)
 			}
 		})
 	}

@@ -43,6 +43,10 @@ type RenderOptions struct {
 	// SubNotes adds every subchart's NOTES.txt to the notes, after the
 	// top chart's (Helm's --render-subchart-notes).
 	SubNotes bool
+	// SchemaLoadsNothing validates values against the charts' schemas
+	// with no "$ref" loaded from a file or URL (Argo CD's generate);
+	// Helm's validation reads both.
+	SchemaLoadsNothing bool
 }
 
 // Rendered is a rendered chart, split into documents.
@@ -95,9 +99,15 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 		IsInstall: !o.IsUpgrade,
 		IsUpgrade: o.IsUpgrade,
 	}
-	values, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, o.SkipSchemaValidation)
+	values, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, o.SkipSchemaValidation || o.SchemaLoadsNothing)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+	}
+	if o.SchemaLoadsNothing && !o.SkipSchemaValidation {
+		coalesced, _ := values["Values"].(common.Values)
+		if err := validateSchemasLocally(ch, coalesced); err != nil {
+			return nil, fmt.Errorf("chart %s: values don't meet the specifications of the schema(s) in the following chart(s):\n%w", ch.Name(), err)
+		}
 	}
 
 	var eng engine.Engine

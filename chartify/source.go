@@ -115,6 +115,13 @@ func loadChart(path string) (*chart.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading chart %s: %w", path, err)
 	}
+	return checkChart(ch, path)
+}
+
+// checkChart refuses what helm install refuses of a loaded chart: an
+// apiVersion it does not install, a library chart, a dependency missing
+// from charts/ (path names the chart in messages).
+func checkChart(ch *chart.Chart, path string) (*chart.Chart, error) {
 	if v := ch.Metadata.APIVersion; v != chart.APIVersionV1 && v != chart.APIVersionV2 {
 		// helm 4.3.2 refuses apiVersion v3 charts for install too.
 		return nil, fmt.Errorf("chart %s has apiVersion %q: helm-inject installs apiVersion v1 and v2 charts only, as helm 4 does", path, v)
@@ -178,7 +185,13 @@ func generatedChart(dir, kind string) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(filepath.Base(abs)), "-"), "-")
+	return namedChart(filepath.Base(abs), dir, kind), nil
+}
+
+// namedChart is the chart that wraps plain manifests or a kustomize build
+// of the folder shown, named after base (the folder's name).
+func namedChart(base, shown, kind string) *chart.Chart {
+	name := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(base), "-"), "-")
 	if name == "" {
 		name = "manifests"
 	}
@@ -186,9 +199,9 @@ func generatedChart(dir, kind string) (*chart.Chart, error) {
 		APIVersion:  chart.APIVersionV2,
 		Name:        name,
 		Version:     "0.0.0",
-		Description: fmt.Sprintf("%s from %s, wrapped by helm-inject", kind, dir),
+		Description: fmt.Sprintf("%s from %s, wrapped by helm-inject", kind, shown),
 		Type:        "application",
-	}}, nil
+	}}
 }
 
 // loadManifests wraps every .yaml, .yml and .json file below dir (sorted,
@@ -243,20 +256,26 @@ func loadKustomization(dir string) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	return ch, kustomizeInto(ch, filesys.MakeFsOnDisk(), dir, dir)
+}
+
+// kustomizeInto builds the kustomization in dir of fsys and adds each
+// resulting resource to ch as a template; shown names dir in messages.
+func kustomizeInto(ch *chart.Chart, fsys filesys.FileSystem, dir, shown string) error {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+		return fmt.Errorf("kustomize build %s: %w", shown, err)
 	}
 	for i, r := range resources.Resources() {
 		y, err := r.AsYAML()
 		if err != nil {
-			return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+			return fmt.Errorf("kustomize build %s: %w", shown, err)
 		}
 		name := fmt.Sprintf("templates/%03d-%s-%s.yaml", i, strings.ToLower(r.GetKind()), invalidNameChars.ReplaceAllString(strings.ToLower(r.GetName()), "-"))
 		ch.Templates = append(ch.Templates, &common.File{Name: name, Data: []byte(Escape(string(y)))})
 	}
 	if len(ch.Templates) == 0 {
-		return nil, errors.New("kustomize build " + dir + " produced no resources")
+		return errors.New("kustomize build " + shown + " produced no resources")
 	}
-	return ch, nil
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,34 +33,55 @@ type Library struct {
 // definition whose file was changed after it was locked is an error: a
 // released version is frozen, changes go into a new version.
 func LoadLibrary(dir string) (*Library, error) {
-	lib := &Library{Dir: dir, defs: map[string][]*Definition{}, lock: map[string]string{}}
-	if err := lib.readLock(); err != nil {
+	top := dir
+	if top == "" {
+		top = "." // os.DirFS("") would read from the file system's root
+	}
+	return loadLibrary(os.DirFS(top), ".", dir)
+}
+
+// LoadLibraryFS is LoadLibrary for the folder dir of fsys (a slash path,
+// "." for its top), every file read through fsys; shown is the folder as
+// messages name it. Argo CD's generate reads an application's library
+// through the repository's os.Root this way.
+func LoadLibraryFS(fsys fs.FS, dir, shown string) (*Library, error) {
+	return loadLibrary(fsys, dir, shown)
+}
+
+func loadLibrary(fsys fs.FS, dir, shown string) (*Library, error) {
+	lib := &Library{Dir: shown, defs: map[string][]*Definition{}, lock: map[string]string{}}
+	if err := lib.readLock(fsys, path.Join(dir, LockFileName)); err != nil {
 		return nil, err
 	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || (filepath.Ext(p) != ".yaml" && filepath.Ext(p) != ".yml") {
+		if d.IsDir() || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
-		def, err := ParseDefinition(p, data)
+		rel, _ := strings.CutPrefix(p, dir+"/")
+		if dir == "." {
+			rel = p
+		}
+		file := filepath.Join(shown, filepath.FromSlash(rel))
+		def, err := ParseDefinition(file, data)
 		if err != nil {
 			return err
 		}
-		wantName, wantVersion := filepath.Base(filepath.Dir(p)), strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		wantName, wantVersion := path.Base(path.Dir(p)), strings.TrimSuffix(path.Base(p), path.Ext(p))
 		if def.Name != wantName || def.Version != wantVersion {
-			return fmt.Errorf("injector definition %s declares %s; it must live in %s/%s.yaml", p, def.Ref(), def.Name, def.Version)
+			return fmt.Errorf("injector definition %s declares %s; it must live in %s/%s.yaml", file, def.Ref(), def.Name, def.Version)
 		}
 		lib.defs[def.Name] = append(lib.defs[def.Name], def)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("injector library %s: %w", dir, err)
+		return nil, fmt.Errorf("injector library %s: %w", shown, err)
 	}
 	for _, versions := range lib.defs {
 		slices.SortFunc(versions, func(a, b *Definition) int {
@@ -74,9 +96,9 @@ func LoadLibrary(dir string) (*Library, error) {
 
 func (l *Library) lockPath() string { return filepath.Join(l.Dir, LockFileName) }
 
-func (l *Library) readLock() error {
-	f, err := os.Open(l.lockPath())
-	if errors.Is(err, os.ErrNotExist) {
+func (l *Library) readLock(fsys fs.FS, name string) error {
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {

@@ -47,6 +47,12 @@ func ReadPins(path string) (Pins, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the injector pins: %w", err)
 	}
+	return ParsePins(path, b)
+}
+
+// ParsePins reads the content of a pins file; name is the file as errors
+// show it.
+func ParsePins(path string, b []byte) (Pins, error) {
 	var f pinsFile
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

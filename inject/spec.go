@@ -3,6 +3,7 @@ package inject
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/mattn/go-shellwords"
@@ -99,6 +100,14 @@ func splitWords(s string) ([]string, error) {
 		return nil, &SpecError{s, "no command"}
 	}
 	return words, nil
+}
+
+// CommandFromArgv is the Command that runs argv as it is: no line is
+// split, so an argument holds whatever it holds (a value an Argo CD
+// Application gave an operator's injector). Its Spec is argv quoted as
+// ParseCommand would read it back.
+func CommandFromArgv(argv []string) (*Command, error) {
+	return newCommand(QuoteCommand(argv), slices.Clone(argv))
 }
 
 func newCommand(spec string, argv []string) (*Command, error) {

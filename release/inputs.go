@@ -55,4 +55,7 @@ type RenderFlags struct {
 	PostRenderer PostRenderer
 	// APIVersions are added to .Capabilities.APIVersions (--api-versions).
 	APIVersions []string
+	// SchemaLoadsNothing validates values against values.schema.json with
+	// no "$ref" loaded from a file or URL (Argo CD's generate).
+	SchemaLoadsNothing bool
 }

@@ -48,6 +48,7 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 		SkipSchemaValidation: t.SkipSchemaValidation,
 		EnableDNS:            t.Render.EnableDNS,
 		SubNotes:             t.Render.SubNotes,
+		SchemaLoadsNothing:   t.Render.SchemaLoadsNothing,
 	}
 	if t.Cluster != nil {
 		if err := t.connect(name, &opts); err != nil {

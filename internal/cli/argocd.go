@@ -12,11 +12,11 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/argocd"
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/manifest"
+	"github.com/helm-inject/helm-inject/release"
 )
 
 const argocdLong = `Run helm-inject as an Argo CD Config Management Plugin (see docs/argocd.md).
@@ -74,7 +74,10 @@ HELM_INJECT_INJECTOR_LIBRARY (the built-in injector library).`,
 
 // argocdGenerate renders the application in the current folder and
 // returns the whole output, so that nothing reaches stdout unless all of
-// it is there.
+// it is there. The application's inputs never pass through the command
+// line's flags: argocd.Prepare builds them as typed values from files
+// read through the repository's root, and they go straight to the
+// template action.
 func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
 	req, err := argocd.ReadRequest(os.Environ())
 	if err != nil {
@@ -84,33 +87,25 @@ func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	inline := ""
-	if req.Params.Values != "" {
-		tmp, err := os.MkdirTemp("", "helm-inject-argocd-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(tmp)
-		inline = filepath.Join(tmp, "values.yaml")
-		if err := os.WriteFile(inline, []byte(req.Params.Values), 0o600); err != nil {
-			return nil, err
-		}
-	}
 	pol, err := argocd.ReadPolicy(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	args, err := req.TemplateArgs(appDir, pol, inline)
+	in, err := req.Prepare(appDir, pol)
 	if err != nil {
 		return nil, err
 	}
-	if err := req.BuildDependencies(appDir); err != nil {
+	rep, err := progressReporter("auto", cmd.ErrOrStderr())
+	if err != nil {
 		return nil, err
 	}
+	in.Template.Injectors.Slow = rep.Slow
+	r, err := in.Template.Run(cmd.Context(), in.Release, in.Source, in.Values)
+	if err != nil {
+		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+	}
 	var out bytes.Buffer
-	root := newRootCommandWith(cli.New(), nil, &out, cmd.ErrOrStderr())
-	root.SetArgs(args)
-	if err := root.ExecuteContext(cmd.Context()); err != nil {
+	if err := release.WriteManifests(&out, r, in.Print); err != nil {
 		return nil, err
 	}
 	if !slices.ContainsFunc(manifest.Split(out.String()), func(doc string) bool {
