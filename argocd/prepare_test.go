@@ -89,8 +89,8 @@ func TestPrepareValues(t *testing.T) {
 		},
 		{
 			name:   "set-string keeps text",
-			params: Params{SetString: map[string]string{"n": "007", "s": "1,2", `a\.b`: "dotted"}},
-			want:   map[string]any{"n": "007", "s": "1,2", "a.b": "dotted"},
+			params: Params{SetString: map[string]string{"n": "007", "i": "12", "b": "true", "s": "1,2", `a\.b`: "dotted"}},
+			want:   map[string]any{"n": "007", "i": "12", "b": "true", "s": "1,2", "a.b": "dotted"},
 		},
 		{
 			name:   "set-file reads the file's content, not a second entry",

@@ -127,10 +127,15 @@ func TestLoadFromRepoKinds(t *testing.T) {
 		"repo/base/svc.yaml":                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n",
 		"repo/apps/leaky/kustomization.yaml":    "resources: [secret.yaml]\n",
 		"repo/apps/leakyplain/placeholder.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p\n",
+		// .helmignore leaves out a link that leads out: it is not followed.
+		"repo/apps/ignoring/Chart.yaml":        "apiVersion: v2\nname: ignoring\nversion: 0.1.0\ndescription: ignores a link\n",
+		"repo/apps/ignoring/.helmignore":       "leak\n",
+		"repo/apps/ignoring/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
 	})
 	for link, target := range map[string]string{
 		"apps/leaky/secret.yaml":      filepath.Join(top, "outside", "secret.yaml"),
 		"apps/leakyplain/secret.yaml": "../../../outside/secret.yaml",
+		"apps/ignoring/leak":          "../../../outside",
 	} {
 		if err := os.Symlink(target, filepath.Join(repo, filepath.FromSlash(link))); err != nil {
 			t.Fatal(err)
@@ -161,6 +166,7 @@ func TestLoadFromRepoKinds(t *testing.T) {
 		{"apps/plain", "manifests", "plain", "plain manifests from apps/plain, wrapped by helm-inject", []string{"templates/cm.yaml"}},
 		{"apps/kust", "kustomize", "kust", "kustomization from apps/kust, wrapped by helm-inject", []string{"templates/000-configmap-k-cm.yaml", "templates/001-service-k-svc.yaml"}},
 		{"charts/frobnitz-1.2.3.tgz", "chart", "frobnitz", "This is a frobnitz.", nil},
+		{"apps/ignoring", "chart", "ignoring", "ignores a link", []string{"templates/cm.yaml"}},
 	} {
 		ch, kind, err := LoadFromRepo(r, tt.dir, nil)
 		if err != nil {
@@ -220,6 +226,9 @@ func TestSchemaLoadsNothing(t *testing.T) {
 		wantErr   string
 	}{
 		{"a ref inside the schema", "#/$defs/count", map[string]any{"replicas": 2}, ""},
+		// Helm answers an unresolved urn: reference with a schema that
+		// accepts anything; so does this validator.
+		{"a urn", "urn:example:count", map[string]any{"replicas": "two"}, ""},
 		{"a wrong value", "#/$defs/count", map[string]any{"replicas": "two"}, "values don't meet the specifications of the schema(s) in the following chart(s):\nweb:\n- at '/replicas': got string, want integer"},
 		{"a URL", srv.URL + "/count.json", map[string]any{"replicas": 2}, "values.schema.json refers to " + srv.URL + "/count.json: the schema is read from the chart only"},
 		{"a file", "file:///etc/hostname", map[string]any{"replicas": 2}, "values.schema.json refers to file:///etc/hostname"},

@@ -11,11 +11,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,10 +346,14 @@ func createOnCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface,
 
 // TestArgoCDKeepsAnApplicationInItsRepository: through Argo CD's own
 // repo-server and cmp-server, an Application cannot make the plugin read
-// another application's checkout in the sidecar's work folder with a link
-// inside its repository followed by ".." (Argo CD's own link check lets
-// such a link through: it points inside the repository). The plugin
-// refuses the path, and nothing of the file reaches the error.
+// another application's checkout in the sidecar's work folder, or fetch a
+// URL: not with a link inside its repository followed by ".." (Argo CD's
+// own link check lets such a link through: it points inside the
+// repository), and not with a set-file key that smuggles a second entry
+// (helm's --set-file "greeting=FILE,x=cfg" would read FILE, or fetch a
+// URL, into .Values.greeting, which the chart renders). The plugin
+// refuses each, the request fails, and nothing of the file or the
+// server's answer reaches the error; the server gets no request.
 func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -357,9 +364,10 @@ func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
 	// where the path points once cleaned lexically.
 	const secret = "tenant-b-password-4711"
 	work := os.Getenv("ARGOCD_CMP_WORKDIR")
+	other := filepath.Join(work, "_cmp_server", "tenant-b", "secret.yaml")
 	for path, content := range map[string]string{
-		filepath.Join(work, "_cmp_server", "tenant-b", "secret.yaml"): "greeting: " + secret + "\n",
-		filepath.Join(repo, "apps", "tenant-b", "secret.yaml"):        "greeting: decoy\n",
+		other: "greeting: " + secret + "\n",
+		filepath.Join(repo, "tenant-b", "secret.yaml"): "greeting: decoy\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -368,9 +376,76 @@ func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("..", filepath.Join(repo, "apps", "web", "s")); err != nil {
+	// links/s leads to apps: "links/s/../.." is, lexically, the
+	// repository's top, and, as the kernel resolves it, the folder the
+	// cmp-server unpacked the repository into.
+	if err := os.MkdirAll(filepath.Join(repo, "links"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("../apps", filepath.Join(repo, "links", "s")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "apps", "web", "cfg.txt"), []byte("from the repository\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		fmt.Fprint(w, secret)
+	}))
+	defer srv.Close()
+
+	for _, tc := range []struct {
+		name    string
+		param   v1alpha1.ApplicationSourcePluginParameter
+		message string
+	}{
+		{
+			name:    "a values file through a link and ..",
+			param:   v1alpha1.ApplicationSourcePluginParameter{Name: "values-files", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"../../links/s/../../tenant-b/secret.yaml"}}},
+			message: `values file "../../links/s/../../tenant-b/secret.yaml" is outside the repository`,
+		},
+		{
+			name:    "a set-file key smuggling a file entry",
+			param:   v1alpha1.ApplicationSourcePluginParameter{Name: "set-file", OptionalMap: &v1alpha1.OptionalMap{Map: map[string]string{"greeting=" + other + ",x": "cfg.txt"}}},
+			message: `set-file key "greeting=` + other + `,x" holds '='`,
+		},
+		{
+			name:    "a set-file key smuggling a URL entry",
+			param:   v1alpha1.ApplicationSourcePluginParameter{Name: "set-file", OptionalMap: &v1alpha1.OptionalMap{Map: map[string]string{"greeting=" + srv.URL + "/token,x": "cfg.txt"}}},
+			message: `set-file key "greeting=` + srv.URL + `/token,x" holds '='`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &apiclient.ManifestRequest{
+				Repo:      &v1alpha1.Repository{Repo: "https://git.example/fleet.git"},
+				AppName:   "web",
+				Namespace: "shop",
+				ApplicationSource: &v1alpha1.ApplicationSource{
+					RepoURL: "https://git.example/fleet.git", Path: "apps/web", TargetRevision: "main",
+					Plugin: &v1alpha1.ApplicationSourcePlugin{Parameters: v1alpha1.ApplicationSourcePluginParameters{
+						tc.param,
+						{Name: "with", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"sidecar@^1"}}},
+						{Name: "injector-library", String_: str("../../injectors")},
+					}},
+				},
+			}
+			res, err := repository.GenerateManifests(ctx, filepath.Join(repo, "apps", "web"), repo, "0123456789abcdef0123456789abcdef01234567", q, false, nil,
+				resource.MustParse("0"), utilio.NewRandomizedTempPaths(t.TempDir()))
+			if err == nil {
+				t.Fatalf("Argo CD generated %d manifests:\n%s", len(res.Manifests), strings.Join(res.Manifests, "\n"))
+			}
+			if !strings.Contains(err.Error(), tc.message) || strings.Contains(err.Error(), secret) {
+				t.Errorf("Argo CD's manifest generation: %v\nwant %q", err, tc.message)
+			}
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+
+	// The same parameter with a plain key reads the file from the
+	// repository.
 	q := &apiclient.ManifestRequest{
 		Repo:      &v1alpha1.Repository{Repo: "https://git.example/fleet.git"},
 		AppName:   "web",
@@ -378,7 +453,7 @@ func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
 		ApplicationSource: &v1alpha1.ApplicationSource{
 			RepoURL: "https://git.example/fleet.git", Path: "apps/web", TargetRevision: "main",
 			Plugin: &v1alpha1.ApplicationSourcePlugin{Parameters: v1alpha1.ApplicationSourcePluginParameters{
-				{Name: "values-files", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"s/../../tenant-b/secret.yaml"}}},
+				{Name: "set-file", OptionalMap: &v1alpha1.OptionalMap{Map: map[string]string{"greeting": "cfg.txt"}}},
 				{Name: "with", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"sidecar@^1"}}},
 				{Name: "injector-library", String_: str("../../injectors")},
 			}},
@@ -386,10 +461,14 @@ func TestArgoCDKeepsAnApplicationInItsRepository(t *testing.T) {
 	}
 	res, err := repository.GenerateManifests(ctx, filepath.Join(repo, "apps", "web"), repo, "0123456789abcdef0123456789abcdef01234567", q, false, nil,
 		resource.MustParse("0"), utilio.NewRandomizedTempPaths(t.TempDir()))
-	if err == nil {
-		t.Fatalf("Argo CD generated %d manifests from a values file outside the repository", len(res.Manifests))
+	if err != nil {
+		t.Fatalf("a set-file from the repository: %v", err)
 	}
-	if !strings.Contains(err.Error(), `values file "s/../../tenant-b/secret.yaml" is outside the repository`) || strings.Contains(err.Error(), secret) {
-		t.Errorf("Argo CD's manifest generation: %v", err)
+	cm := find(objects(t, res.Manifests), "ConfigMap", "web-info")
+	if cm == nil {
+		t.Fatalf("no ConfigMap web-info in %v", res.Manifests)
+	}
+	if got := cm.Object["data"].(map[string]any)["greeting"]; got != "from the repository\n" {
+		t.Errorf("greeting %q, want the repository's cfg.txt", got)
 	}
 }
