@@ -51,9 +51,12 @@ ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION,
 KUBE_API_VERSIONS and the plugin parameters (ARGOCD_APP_PARAMETERS, and
 ARGOCD_ENV_* entries). Under Argo CD's cmp-server, the repository is the
 folder it unpacked the request into (so it works when the repo-server
-sends only an application's manifest-generate-paths). A chart dependency
-missing from charts/ is packaged from its file:// folder in the
-repository; nothing is downloaded. Only objects go to stdout; on any
+sends only an application's manifest-generate-paths). Every file is read
+through one os.Root of that repository, so no path, link or ".." leads
+out of it; parameters become typed values (a key with an unescaped "="
+or "," is refused), never command-line flags. A chart dependency missing
+from charts/ is loaded from its file:// folder in the repository, in
+memory; nothing is downloaded or fetched. Only objects go to stdout; on any
 error nothing is printed there and the exit code is not zero, so Argo CD
 never prunes an application because of a failed render.
 
