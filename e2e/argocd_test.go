@@ -432,8 +432,8 @@ func TestArgoCDPinning(t *testing.T) {
 
 // TestArgoCDStaysInTheRepository: an Application cannot make generate read
 // a file outside its repository or reach the network, by any of the ways a
-// security review found: an in-repository link followed by "..", or a
-// kustomization with a remote resource. Each is refused, naming the
+// security review found: an in-repository link followed by "..", a link
+// in the chart that leads out, or a kustomization with a remote resource. Each is refused, naming the
 // application and the entry; the outside file's content is never printed
 // and the remote resource is never fetched. A comma in a values file
 // entry (helm splits --values on commas) is part of one path in the
@@ -465,6 +465,17 @@ func TestArgoCDStaysInTheRepository(t *testing.T) {
 		"apps/kust/kustomization.yaml": "resources:\n- cm.yaml\n- " + srv.URL + "/cm.yaml\n",
 		"apps/kust/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n",
 	})
+	// A chart whose template is a link to a manifest outside (Argo CD's
+	// untar refuses such links; a checkout unpacked by anything else,
+	// as in CI, keeps them).
+	testfs.Write(t, outside, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  password: " + secret + "\n"})
+	testfs.Write(t, repo, map[string]string{"apps/leaky/Chart.yaml": "apiVersion: v2\nname: leaky\nversion: 0.1.0\n"})
+	if err := os.MkdirAll(filepath.Join(repo, "apps", "leaky", "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "cm.yaml"), filepath.Join(repo, "apps", "leaky", "templates", "cm.yaml")); err != nil {
+		t.Fatal(err)
+	}
 
 	for name, tc := range map[string]struct {
 		app     string
@@ -481,6 +492,10 @@ func TestArgoCDStaysInTheRepository(t *testing.T) {
 			params:  []argoParam{{Name: "chart", String: str("../../envs/s/../../outside")}},
 			message: `chart "../../envs/s/../../outside" is outside the repository`,
 		},
+		"a link in the chart to a file outside": {
+			app:     "leaky",
+			message: `chart apps/leaky: templates/cm.yaml: outside the repository`,
+		},
 		"kustomization with a remote resource": {
 			app:     "kust",
 			message: `resources entry "` + srv.URL + `/cm.yaml" is remote`,
@@ -496,6 +511,11 @@ func TestArgoCDStaysInTheRepository(t *testing.T) {
 			}
 			if strings.Contains(r.stdout+r.stderr, secret) {
 				t.Errorf("the outside file's content was printed:\n%s", r)
+			}
+			// Errors name paths as the Application wrote them, never the
+			// sidecar's folders.
+			if strings.Contains(r.stderr, filepath.Dir(repo)) {
+				t.Errorf("the error names the sidecar's folders:\n%s", r.stderr)
 			}
 		})
 	}
