@@ -32,6 +32,9 @@ type Command struct {
 	// VersionArgv, when set, is the command that prints the program's
 	// version (istioctl version --remote=false), recorded with each run.
 	VersionArgv []string
+	// VersionTimeout bounds VersionArgv's run; zero is
+	// DefaultVersionTimeout.
+	VersionTimeout time.Duration
 
 	usesFile bool
 }

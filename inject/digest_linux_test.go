@@ -178,8 +178,7 @@ func TestDigestCacheTrust(t *testing.T) {
 		{"a folder of another user", func(t *testing.T, c *DigestCache) { chown(t, filepath.Dir(c.File)) }, false},
 		{"a folder and file of another user (uid)", func(t *testing.T, c *DigestCache) {
 			uid := os.Getuid()
-			currentUID = func() int { return uid + 1 }
-			t.Cleanup(func() { currentUID = os.Getuid })
+			c.uid = func() int { return uid + 1 }
 		}, false},
 		{"a folder that is a link", func(t *testing.T, c *DigestCache) {
 			dir := filepath.Dir(c.File)

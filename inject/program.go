@@ -68,7 +68,7 @@ func (c *Command) Program(ctx context.Context, env Env, digests *DigestCache) (*
 	}
 	p := &Program{Path: path, SHA256: sum}
 	if len(c.VersionArgv) > 0 {
-		if p.Version, err = programVersion(ctx, c.VersionArgv, env.Dir); err != nil {
+		if p.Version, err = programVersion(ctx, c.VersionArgv, env.Dir, c.VersionTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -98,16 +98,19 @@ func resolveExecutable(program, dir string) (string, error) {
 	return abs, nil
 }
 
-// versionTimeout bounds a version command: it answers from the binary,
-// never from a cluster. A variable so that tests need not wait for it.
-var versionTimeout = 30 * time.Second
+// DefaultVersionTimeout bounds a version command: it answers from the
+// binary, never from a cluster.
+const DefaultVersionTimeout = 30 * time.Second
 
 // programVersion runs a version command as an injector runs (runInGroup)
 // and returns the first line it printed. Whatever it did not finish on its
 // own (the time limit, Ctrl-C, a child that kept its output open) is an
 // error: no version is recorded that the command did not give.
-func programVersion(ctx context.Context, argv []string, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+func programVersion(ctx context.Context, argv []string, dir string, limit time.Duration) (string, error) {
+	if limit <= 0 {
+		limit = DefaultVersionTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -117,7 +120,7 @@ func programVersion(ctx context.Context, argv []string, dir string) (string, err
 	switch ctxErr := ctx.Err(); {
 	case err == nil:
 	case errors.Is(ctxErr, context.DeadlineExceeded):
-		return "", fmt.Errorf("version command %s did not finish within %s and was killed: %w", QuoteCommand(argv), versionTimeout, ctxErr)
+		return "", fmt.Errorf("version command %s did not finish within %s and was killed: %w", QuoteCommand(argv), limit, ctxErr)
 	case ctxErr != nil:
 		return "", fmt.Errorf("version command %s: interrupted: %w", QuoteCommand(argv), ctxErr)
 	case errors.Is(err, exec.ErrWaitDelay):
@@ -145,6 +148,18 @@ func programVersion(ctx context.Context, argv []string, dir string) (string, err
 type DigestCache struct {
 	// File is the cache file; it is created when missing.
 	File string
+
+	// uid is the user whose folder and file are trusted; nil is the
+	// current user (tests stand for another).
+	uid func() int
+}
+
+// owner is the user whose cache files are trusted.
+func (c *DigestCache) owner() int {
+	if c.uid != nil {
+		return c.uid()
+	}
+	return os.Getuid()
 }
 
 // DefaultDigestCache is the cache in the user's cache folder
@@ -172,10 +187,6 @@ type digestEntry struct {
 	fileID
 	SHA256 string `json:"sha256"`
 }
-
-// currentUID is the user whose cache files are trusted; a variable so
-// that tests can stand for another user.
-var currentUID = os.Getuid
 
 // Sum returns the sha256 of the file at path, "sha256:" and hex.
 func (c *DigestCache) Sum(path string) (string, error) {
@@ -227,7 +238,7 @@ func (c *DigestCache) folderUsable() bool {
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
-	return err == nil && fi.IsDir() && private(fi)
+	return err == nil && fi.IsDir() && private(fi, c.owner())
 }
 
 // read returns the cache's entries: none from a file of another user or
@@ -243,7 +254,7 @@ func (c *DigestCache) read() map[string]digestEntry {
 		return entries
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !private(fi) {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !private(fi, c.owner()) {
 		return entries
 	}
 	b, err := io.ReadAll(f)

@@ -19,12 +19,9 @@ import (
 // time with its whole process group killed, and no version is recorded:
 // the pipeline fails instead of recording what the command printed.
 func TestVersionCommandIsBounded(t *testing.T) {
-	limit := versionTimeout
-	t.Cleanup(func() { versionTimeout = limit })
-
 	for _, tt := range []struct {
 		name, body string
-		// timeout is the version command's limit (versionTimeout).
+		// timeout is the version command's limit (VersionTimeout).
 		timeout time.Duration
 		cancel  bool
 		want    string
@@ -43,7 +40,6 @@ func TestVersionCommandIsBounded(t *testing.T) {
 			pidFile := filepath.Join(dir, "pid")
 			t.Setenv("PIDFILE", pidFile)
 			version := writeProgram(t, dir, "version", tt.body)
-			versionTimeout = tt.timeout
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if tt.cancel {
@@ -51,6 +47,7 @@ func TestVersionCommandIsBounded(t *testing.T) {
 			}
 			c := mustCommand(t, "cat")
 			c.VersionArgv = []string{version, "--short"}
+			c.VersionTimeout = tt.timeout
 			p := &Pipeline{Injectors: []Injector{c}, IdentifyPrograms: true}
 			start := time.Now()
 			_, steps, err := p.Run(ctx, docs(t, cmC), Env{Release: "shop", Namespace: "ns"})
