@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/internal/repofs"
 	"github.com/helm-inject/helm-inject/release"
@@ -40,8 +42,10 @@ const (
 type Policy struct {
 	AllowedCommands []string
 	Library         string
-	// Injectors are the operator's named injectors (EnvInjectors).
-	Injectors map[string]*OperatorInjector
+	// Injectors are the operator's named injectors (EnvInjectors), read
+	// from InjectorsFile.
+	Injectors     map[string]*OperatorInjector
+	InjectorsFile string
 }
 
 // ReadPolicy reads the sidecar's settings.
@@ -53,6 +57,7 @@ func ReadPolicy(getenv func(string) string) (Policy, error) {
 		}
 	}
 	if path := getenv(EnvInjectors); path != "" {
+		p.InjectorsFile = path
 		var err error
 		if p.Injectors, err = LoadOperatorInjectors(path); err != nil {
 			return Policy{}, err
@@ -133,16 +138,70 @@ func (r *Request) Prepare(appDir string, pol Policy) (*Rendering, error) {
 	return out, nil
 }
 
-// openRepo opens the repository appDir belongs to as one os.Root and
-// returns it with appDir's path inside it.
-func (r *Request) openRepo(appDir string) (*repofs.Repo, string, error) {
+// Repository is the folder of the repository appDir belongs to, with
+// its symbolic links resolved: under Argo CD's cmp-server the folder it
+// unpacked the request into, otherwise appDir without the application's
+// source path.
+func (r *Request) Repository(appDir string) (string, error) {
+	root, err := r.repository(appDir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", r.app(), err)
+	}
+	return root, nil
+}
+
+func (r *Request) repository(appDir string) (string, error) {
 	root, err := repoRoot(appDir, r.SourcePath, r.CMPWorkDir)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return nil, "", fmt.Errorf("the repository: %w", err)
+		return "", fmt.Errorf("the repository: %w", err)
+	}
+	return realRoot, nil
+}
+
+// Confinement is what a generate for the repository repo may reach once
+// it confines itself (package confine): read the repository, the
+// operator's library and named-injectors file and the folders of
+// confine.EnvRead; execute the programs injectors may run, as found on
+// PATH now (one not found is left out: running it fails as it would
+// unconfined). The caller adds its private folder.
+func (p Policy) Confinement(repo string, getenv func(string) string) confine.Policy {
+	out := confine.Policy{Read: []string{repo}}
+	for _, f := range []string{p.Library, p.InjectorsFile} {
+		if f != "" {
+			out.Read = append(out.Read, f)
+		}
+	}
+	for _, f := range filepath.SplitList(getenv(confine.EnvRead)) {
+		if f = strings.TrimSpace(f); f != "" {
+			out.Read = append(out.Read, f)
+		}
+	}
+	progs := slices.Clone(p.AllowedCommands)
+	for _, name := range slices.Sorted(maps.Keys(p.Injectors)) {
+		progs = append(progs, p.Injectors[name].Command[0])
+	}
+	for _, prog := range progs {
+		path, err := exec.LookPath(prog)
+		if err != nil || !filepath.IsAbs(path) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(path); err == nil && !slices.Contains(out.Exec, real) {
+			out.Exec = append(out.Exec, real)
+		}
+	}
+	return out
+}
+
+// openRepo opens the repository appDir belongs to as one os.Root and
+// returns it with appDir's path inside it.
+func (r *Request) openRepo(appDir string) (*repofs.Repo, string, error) {
+	realRoot, err := r.repository(appDir)
+	if err != nil {
+		return nil, "", err
 	}
 	realApp, err := filepath.EvalSymlinks(appDir)
 	if err != nil {

@@ -96,6 +96,8 @@ func serveShippedPlugin(t *testing.T) *plugin.PluginConfig {
 	t.Setenv("ARGOCD_CMP_WORKDIR", t.TempDir())
 	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("HELM_INJECT_ALLOWED_COMMANDS", "sidecar-injector")
+	// Every render through Argo CD's own servers is confined, or fails.
+	t.Setenv("HELM_INJECT_CONFINE", "required")
 
 	cfg, err := plugin.ReadPluginConfig(filepath.Join(root, "deploy", "argocd"))
 	if err != nil {

@@ -150,8 +150,10 @@ func argoEnv(t *testing.T, app, sourcePath string, params []argoParam, env map[s
 		"KUBE_VERSION=1.31.4",
 		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1,monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor",
 		"ARGOCD_APP_PARAMETERS=" + string(js),
-		// What the sidecar's operator set.
+		// What the sidecar's operator set. Every Argo CD test renders
+		// confined, so the allowed set is proven complete for real use.
 		"HELM_INJECT_ALLOWED_COMMANDS=sidecar-injector",
+		"HELM_INJECT_CONFINE=required",
 	}
 	escape := regexp.MustCompile("[^A-Z0-9_]")
 	for _, p := range params {

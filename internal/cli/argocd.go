@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/argocd"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/manifest"
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -29,17 +31,17 @@ Argo CD applies it. Built-in injectors take the version the application's
 helm-inject-pins.yaml pins, written by "pin": the library gaining versions,
 or a newer helm-inject, changes nothing until that file changes.`
 
-func newArgocdCommand() *cobra.Command {
+func newArgocdCommand(kernel confine.Kernel) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "argocd",
 		Short: "Argo CD Config Management Plugin: generate, parameters, discover, pin, provision",
 		Long:  argocdLong,
 	}
-	cmd.AddCommand(newArgocdGenerateCommand(), newArgocdParametersCommand(), newArgocdDiscoverCommand(), newArgocdPinCommand(), newArgocdProvisionCommand())
+	cmd.AddCommand(newArgocdGenerateCommand(kernel), newArgocdParametersCommand(), newArgocdDiscoverCommand(), newArgocdPinCommand(), newArgocdProvisionCommand())
 	return cmd
 }
 
-func newArgocdGenerateCommand() *cobra.Command {
+func newArgocdGenerateCommand(kernel confine.Kernel) *cobra.Command {
 	return &cobra.Command{
 		Use:   "generate",
 		Short: "Print the application's manifests with sidecars injected (the plugin's generate command)",
@@ -60,12 +62,26 @@ memory; nothing is downloaded or fetched. Only objects go to stdout; on any
 error nothing is printed there and the exit code is not zero, so Argo CD
 never prunes an application because of a failed render.
 
+Before it reads anything of the application, generate confines itself and
+every injector it runs with Linux Landlock: they read only the repository,
+the operator's library and named-injectors file, the folders of
+HELM_INJECT_CONFINE_READ and a few system files; execute only the allowed
+injector programs; write only a private temporary folder; connect to and
+bind no TCP port; signal no process outside the render.
+
 The plugin's operator sets, on the sidecar: HELM_INJECT_ALLOWED_COMMANDS
-(the programs external injectors may run; none when unset) and
-HELM_INJECT_INJECTOR_LIBRARY (the built-in injector library).`,
+(the programs external injectors may run; none when unset),
+HELM_INJECT_INJECTOR_LIBRARY (the built-in injector library),
+HELM_INJECT_INJECTORS (named injectors), HELM_INJECT_CONFINE_READ (more
+folders injectors read, separated by ":", such as /etc/istio) and
+HELM_INJECT_CONFINE: best-effort (the default: what the kernel enforces,
+one line on stderr naming what it does not), required (refuse to render,
+printing nothing, unless the kernel confines files and the network) or
+off. An application cannot change them: only ARGOCD_ENV_* variables reach
+the plugin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := argocdGenerate(cmd)
+			out, err := argocdGenerate(cmd, kernel)
 			if err != nil {
 				return err
 			}
@@ -81,7 +97,11 @@ HELM_INJECT_INJECTOR_LIBRARY (the built-in injector library).`,
 // line's flags: argocd.Prepare builds them as typed values from files
 // read through the repository's root, and they go straight to the
 // template action.
-func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
+func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel) ([]byte, error) {
+	mode, err := confine.ParseMode(os.Getenv(confine.EnvMode))
+	if err != nil {
+		return nil, err
+	}
 	req, err := argocd.ReadRequest(os.Environ())
 	if err != nil {
 		return nil, err
@@ -94,6 +114,14 @@ func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Everything above is the operator's (the sidecar's environment and
+	// files) or Argo CD's; from here on the application's files are read,
+	// so the process confines itself first.
+	cleanup, err := confineApplication(kernel, mode, req, appDir, pol, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
 	in, err := req.Prepare(appDir, pol)
 	if err != nil {
 		return nil, err
@@ -118,6 +146,21 @@ func argocdGenerate(cmd *cobra.Command) ([]byte, error) {
 		return nil, fmt.Errorf("application %s: the chart rendered no objects; refusing to print nothing (Argo CD would prune every resource)", req.Release)
 	}
 	return out.Bytes(), nil
+}
+
+// confineApplication confines the process for generate's render of the
+// application req in appDir (see confineRender): its repository, and what
+// the operator's policy lets injectors read and run.
+func confineApplication(kernel confine.Kernel, mode confine.Mode, req *argocd.Request, appDir string, pol argocd.Policy, stderr io.Writer) (func(), error) {
+	repo, err := req.Repository(appDir)
+	if err != nil {
+		return nil, err
+	}
+	cleanup, err := confineRender(kernel, mode, pol.Confinement(repo, os.Getenv), stderr)
+	if err != nil {
+		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+	}
+	return cleanup, nil
 }
 
 func newArgocdParametersCommand() *cobra.Command {

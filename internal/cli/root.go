@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v4/pkg/cli"
 
+	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/release"
 )
@@ -58,6 +59,12 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 // newRootCommandWith builds the command tree around settings, which the
 // global flags (helm's own) parse into.
 func newRootCommandWith(settings *cli.EnvSettings, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return newRootCommandOn(settings, confine.Kernel{}, stdin, stdout, stderr)
+}
+
+// newRootCommandOn is newRootCommandWith on a kernel whose Landlock tests
+// may stand for another.
+func newRootCommandOn(settings *cli.EnvSettings, kernel confine.Kernel, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "helm-inject",
 		Short:         "Declarative, version-pinned sidecar injection for Helm releases",
@@ -79,7 +86,7 @@ func newRootCommandWith(settings *cli.EnvSettings, stdin io.Reader, stdout, stde
 		newInjectorsCommand(),
 		newHelmfileCommand(),
 		newPostRenderCommand(),
-		newArgocdCommand(),
+		newArgocdCommand(kernel),
 		newVersionCommand(),
 	)
 	addCompletions(root, settings)

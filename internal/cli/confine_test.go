@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v4/pkg/cli"
+
+	"github.com/helm-inject/helm-inject/argocd"
+	"github.com/helm-inject/helm-inject/internal/confine"
+)
+
+// cliChildEnv makes the test binary something else (see TestMain):
+// "helm-inject" runs it as helm-inject with its arguments;
+// "confined-generate" confines itself exactly as argocd generate does and
+// then tries PROBE_READ and PROBE_DIAL.
+const cliChildEnv = "HELM_INJECT_CLI_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(cliChildEnv) {
+	case "helm-inject":
+		os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	case "confined-generate":
+		os.Exit(confinedGenerateChild())
+	}
+	os.Exit(m.Run())
+}
+
+// confinedGenerateChild takes generate's steps up to its confinement, the
+// same functions with the same inputs, then reads PROBE_READ and a file
+// of the application, and dials PROBE_DIAL; it prints what each gave.
+func confinedGenerateChild() int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 2 }
+	mode, err := confine.ParseMode(os.Getenv(confine.EnvMode))
+	if err != nil {
+		return fail(err)
+	}
+	req, err := argocd.ReadRequest(os.Environ())
+	if err != nil {
+		return fail(err)
+	}
+	appDir, err := os.Getwd()
+	if err != nil {
+		return fail(err)
+	}
+	pol, err := argocd.ReadPolicy(os.Getenv)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup, err := confineApplication(confine.Kernel{}, mode, req, appDir, pol, os.Stderr)
+	if err != nil {
+		return fail(err)
+	}
+	defer cleanup()
+	outcome := func(err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return "ok"
+	}
+	res := map[string]string{}
+	_, err = os.ReadFile(os.Getenv("PROBE_READ"))
+	res["outside"] = outcome(err)
+	_, err = os.ReadFile(filepath.Join(appDir, "values.yaml"))
+	res["repository"] = outcome(err)
+	c, err := net.DialTimeout("tcp", os.Getenv("PROBE_DIAL"), 5*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	res["dial"] = outcome(err)
+	b, _ := json.Marshal(res)
+	os.Stdout.Write(b)
+	return 0
+}
+
+// argoApp is a repository with the webapp chart as apps/web, and the
+// environment Argo CD gives the plugin for it.
+func argoApp(t *testing.T) (appDir string, env []string) {
+	t.Helper()
+	repo := t.TempDir()
+	appDir = filepath.Join(repo, "apps", "web")
+	copyChart(t, appDir)
+	return appDir, []string{
+		"ARGOCD_APP_NAME=web", "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_SOURCE_PATH=apps/web",
+		"KUBE_VERSION=1.31.4", `ARGOCD_APP_PARAMETERS=[{"name":"set","map":{"replicaCount":"3"}}]`,
+	}
+}
+
+// TestGenerateConfinesItself: the test binary, re-executed, confines
+// itself with generate's own function and inputs, then cannot read a file
+// outside the repository or connect to a listener on 127.0.0.1, while it
+// reads its repository. With HELM_INJECT_CONFINE=off both succeed, so the
+// test proves something; an Application's ARGOCD_ENV_HELM_INJECT_CONFINE
+// changes nothing.
+func TestGenerateConfinesItself(t *testing.T) {
+	appDir, env := argoApp(t)
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("tenant b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	tmp := t.TempDir()
+	run := func(mode ...string) map[string]string {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Dir = appDir
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(cmd.Env, cliChildEnv+"=confined-generate", "PROBE_READ="+secret, "PROBE_DIAL="+ln.Addr().String(), "TMPDIR="+tmp)
+		cmd.Env = append(cmd.Env, mode...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		res := map[string]string{}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("%v: %q: %v", mode, out, err)
+		}
+		return res
+	}
+	for _, mode := range [][]string{{"HELM_INJECT_CONFINE=required"}, nil, {"ARGOCD_ENV_HELM_INJECT_CONFINE=off"}} {
+		res := run(mode...)
+		if res["repository"] != "ok" {
+			t.Errorf("%v: reading the repository: %s", mode, res["repository"])
+		}
+		for _, what := range []string{"outside", "dial"} {
+			if !strings.Contains(res[what], "permission denied") {
+				t.Errorf("%v: %s: %q, want permission denied", mode, what, res[what])
+			}
+		}
+	}
+	if n := len(accepted); n != 0 {
+		t.Errorf("the listener accepted %d connections from confined processes", n)
+	}
+	res := run("HELM_INJECT_CONFINE=off")
+	for _, what := range []string{"outside", "repository", "dial"} {
+		if res[what] != "ok" {
+			t.Errorf("off: %s: %s, want it to succeed", what, res[what])
+		}
+	}
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Error("off: the listener saw no connection")
+	}
+	if left, _ := os.ReadDir(filepath.Join(tmp, fmt.Sprintf("helm-inject-confined-%d", os.Getuid()))); len(left) != 0 {
+		t.Errorf("confined renders left their private folders: %v", left)
+	}
+}
+
+// TestGenerateWithoutLandlock: on a kernel without Landlock (the seam
+// reports ABI 0), best-effort renders and says on stderr what is not
+// confined; required (the sidecar's setting, which an Application's
+// ARGOCD_ENV_HELM_INJECT_CONFINE=off does not change) fails naming what
+// is missing, and prints nothing on stdout.
+func TestGenerateWithoutLandlock(t *testing.T) {
+	appDir, env := argoApp(t)
+	t.Chdir(appDir)
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	noLandlock := confine.Kernel{ABI: func() int { return 0 }}
+	generate := func() (stdout, stderr string, err error) {
+		var out, errb bytes.Buffer
+		root := newRootCommandOn(cli.New(), noLandlock, nil, &out, &errb)
+		root.SetArgs([]string{"argocd", "generate"})
+		err = root.ExecuteContext(t.Context())
+		return out.String(), errb.String(), err
+	}
+
+	t.Setenv(confine.EnvMode, "")
+	out, stderr, err := generate()
+	if err != nil {
+		t.Fatalf("best-effort without Landlock: %v", err)
+	}
+	if !strings.Contains(out, "kind: Deployment") {
+		t.Errorf("best-effort without Landlock printed no manifests:\n%s", out)
+	}
+	want := "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (not available) does not confine files (Landlock ABI 1, Linux 5.13), network (TCP connect and bind: ABI 4, Linux 6.7), signals and abstract unix sockets (ABI 6, Linux 6.12)\n"
+	if stderr != want {
+		t.Errorf("best-effort without Landlock: stderr\n%q\nwant\n%q", stderr, want)
+	}
+
+	t.Setenv(confine.EnvMode, "required")
+	t.Setenv("ARGOCD_ENV_"+confine.EnvMode, "off")
+	out, _, err = generate()
+	if err == nil || !strings.Contains(err.Error(), "application web: HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network") {
+		t.Errorf("required without Landlock: err = %v, want it to name what is missing", err)
+	}
+	if out != "" {
+		t.Errorf("required without Landlock printed on stdout:\n%s", out)
+	}
+
+	t.Setenv(confine.EnvMode, "on")
+	if _, _, err = generate(); err == nil || !strings.Contains(err.Error(), `HELM_INJECT_CONFINE="on": say best-effort, required or off`) {
+		t.Errorf("HELM_INJECT_CONFINE=on: err = %v", err)
+	}
+}
+
+// BenchmarkArgoCDGenerate runs argocd generate on the webapp chart, a
+// fresh process each time as Argo CD runs it, unconfined and confined:
+// the difference is what confinement costs a generate.
+func BenchmarkArgoCDGenerate(b *testing.B) {
+	repo := b.TempDir()
+	appDir := filepath.Join(repo, "apps", "web")
+	copyChart(b, appDir)
+	env := append(os.Environ(), cliChildEnv+"=helm-inject", "TMPDIR="+b.TempDir(),
+		"ARGOCD_APP_NAME=web", "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_SOURCE_PATH=apps/web", "KUBE_VERSION=1.31.4",
+		`ARGOCD_APP_PARAMETERS=[{"name":"set","map":{"replicaCount":"3"}}]`)
+	for _, mode := range []string{"off", "required"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0], "argocd", "generate")
+				cmd.Dir = appDir
+				cmd.Env = append(env, confine.EnvMode+"="+mode)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
+	}
+}
+
+// copyChart copies the webapp chart to dir.
+func copyChart(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "fixtures", "charts", "webapp"))); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,342 @@
+// Package confine restricts the running process, and every program it
+// starts afterwards, with Linux Landlock: it may read only the files and
+// folders a Policy names, execute only its programs, write only in its
+// private folder, connect to and bind no TCP port, and signal or reach
+// over abstract unix sockets no process outside itself.
+//
+// Landlock is enforced by the kernel on every path the process takes,
+// including ones nobody here knows of (a template function, a loader, a
+// library under them, an injector program): the guarantee does not rest
+// on having found every way to reach a file or the network. A process
+// cannot undo it, and its children inherit it.
+package confine
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// EnvMode is the operator's setting: best-effort, required or off.
+const EnvMode = "HELM_INJECT_CONFINE"
+
+// EnvRead names, separated by ":", more files and folders a confined
+// render may read (for example /etc/istio, istioctl's mesh config).
+const EnvRead = "HELM_INJECT_CONFINE_READ"
+
+// Mode says how much confinement the operator asks for.
+type Mode string
+
+const (
+	// BestEffort enforces what the kernel can and says what it cannot.
+	BestEffort Mode = "best-effort"
+	// Required refuses to run unless the kernel confines both files and
+	// the network.
+	Required Mode = "required"
+	// Off confines nothing.
+	Off Mode = "off"
+)
+
+// ParseMode reads a mode as an operator writes it; empty is BestEffort.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(s)); m {
+	case "":
+		return BestEffort, nil
+	case BestEffort, Required, Off:
+		return m, nil
+	}
+	return "", fmt.Errorf("%s=%q: say best-effort, required or off", EnvMode, s)
+}
+
+// The Landlock ABI versions that add what this package restricts.
+const (
+	abiFiles   = 1 // Linux 5.13
+	abiNetwork = 4 // Linux 6.7: TCP connect and bind
+	abiScoped  = 6 // Linux 6.12: signals and abstract unix sockets
+	abiNewest  = 6 // the newest ABI whose rights are used here
+)
+
+// Policy is what a confined process may reach. Paths are absolute; a
+// folder's rule covers everything beneath it.
+type Policy struct {
+	// Read are files and folders read (and, for folders, listed).
+	Read []string
+	// Exec are programs that may be executed (and read). The ELF
+	// interpreter or "#!" interpreter each names is added, and the system's
+	// library folders when one of them is dynamically linked.
+	Exec []string
+	// Write are folders read, written, created and removed beneath.
+	Write []string
+	// RemoveIn are folders in which only empty folders may be removed (the
+	// parent of a Write folder, so that it can be removed at the end).
+	RemoveIn []string
+}
+
+// systemRead are the files any program may need and that hold nothing of
+// anyone's: the random devices and the time zone database (the null
+// device is granted apart, also for writing).
+func systemRead() []string {
+	return []string{"/dev/urandom", "/dev/random", "/etc/localtime", "/usr/share/zoneinfo"}
+}
+
+// libraryRead are what the dynamic loader reads for a dynamically linked
+// program.
+func libraryRead() []string {
+	return []string{"/lib", "/lib64", "/lib32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d"}
+}
+
+// Kernel is Landlock as the running kernel offers it.
+type Kernel struct {
+	// ABI reports the kernel's Landlock ABI version, 0 when it has none;
+	// nil asks the kernel. Tests stand for another kernel with it.
+	ABI func() int
+}
+
+func (k Kernel) abi() int {
+	if k.ABI != nil {
+		return k.ABI()
+	}
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// Report says what a Confine call enforced.
+type Report struct {
+	Mode Mode
+	// ABI is the kernel's Landlock ABI version (0: none).
+	ABI int
+}
+
+// Files, Network and Scoped say whether each is enforced.
+func (r Report) Files() bool   { return r.Mode != Off && r.ABI >= abiFiles }
+func (r Report) Network() bool { return r.Mode != Off && r.ABI >= abiNetwork }
+func (r Report) Scoped() bool  { return r.Mode != Off && r.ABI >= abiScoped }
+
+// Missing names what is not enforced, for a person.
+func (r Report) Missing() []string {
+	if r.Mode == Off {
+		return nil
+	}
+	var m []string
+	if !r.Files() {
+		m = append(m, "files (Landlock ABI 1, Linux 5.13)")
+	}
+	if !r.Network() {
+		m = append(m, "network (TCP connect and bind: ABI 4, Linux 6.7)")
+	}
+	if !r.Scoped() {
+		m = append(m, "signals and abstract unix sockets (ABI 6, Linux 6.12)")
+	}
+	return m
+}
+
+// Warning is the line a best-effort confinement prints on stderr when
+// the kernel enforces less than everything, or "".
+func (r Report) Warning() string {
+	m := r.Missing()
+	if len(m) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("helm-inject: %s=%s: this kernel's Landlock (%s) does not confine %s", EnvMode, r.Mode, abiName(r.ABI), strings.Join(m, ", "))
+}
+
+func abiName(v int) string {
+	if v == 0 {
+		return "not available"
+	}
+	return fmt.Sprintf("ABI %d", v)
+}
+
+// Confine restricts this process and its future children to p, as mode
+// asks. Off does nothing; Required fails, restricting nothing, when the
+// kernel cannot confine both files and the network. The error names
+// what is missing.
+func (k Kernel) Confine(mode Mode, p Policy) (Report, error) {
+	rep := Report{Mode: mode}
+	if mode == Off {
+		return rep, nil
+	}
+	rep.ABI = k.abi()
+	if mode == Required && !rep.Network() {
+		missing := "the network"
+		if !rep.Files() {
+			missing = "files and the network"
+		}
+		return rep, fmt.Errorf("%s=required, but this kernel's Landlock (%s) cannot confine %s (files need Landlock ABI 1, Linux 5.13; the network ABI 4, Linux 6.7): nothing was rendered", EnvMode, abiName(rep.ABI), missing)
+	}
+	if rep.ABI < abiFiles {
+		return rep, nil
+	}
+	rules, err := p.rules()
+	if err != nil {
+		return rep, err
+	}
+	if err := configFor(rep.ABI).BestEffort().Restrict(rules...); err != nil {
+		return rep, fmt.Errorf("confining the process with Landlock (%s): %w", abiName(rep.ABI), err)
+	}
+	return rep, nil
+}
+
+// configFor is go-landlock's configuration for an ABI version (1 or
+// more): it handles every right that version knows, up to the newest this
+// package uses, so that what no rule grants is denied.
+func configFor(abi int) landlock.Config {
+	switch min(abi, abiNewest) {
+	case 1:
+		return landlock.V1
+	case 2:
+		return landlock.V2
+	case 3:
+		return landlock.V3
+	case 4:
+		return landlock.V4
+	case 5:
+		return landlock.V5
+	}
+	return landlock.V6
+}
+
+// The rights this package grants. Landlock refuses folder rights on a
+// file, so each path's rule takes the file part when it is not a folder.
+const (
+	fileRights  = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+	readRights  = llsys.AccessFSReadFile | llsys.AccessFSReadDir
+	execRights  = llsys.AccessFSReadFile | llsys.AccessFSExecute
+	writeRights = llsys.AccessFSReadFile | llsys.AccessFSReadDir | llsys.AccessFSWriteFile | llsys.AccessFSTruncate |
+		llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSym
+	nullRights = llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSTruncate
+)
+
+// rules are p's Landlock rules. A path of p that does not exist is an
+// error naming it (an operator's typo should not pass silently); the
+// system's files are granted where they exist.
+func (p Policy) rules() ([]landlock.Rule, error) {
+	var rules []landlock.Rule
+	add := func(rights landlock.AccessFSSet, optional bool, paths ...string) error {
+		for _, path := range paths {
+			fi, err := os.Stat(path)
+			if err != nil {
+				if optional && errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return fmt.Errorf("confining the process: %w", err)
+			}
+			r := rights
+			if !fi.IsDir() {
+				r &= fileRights
+			}
+			if r != 0 {
+				rules = append(rules, landlock.PathAccess(r, path))
+			}
+		}
+		return nil
+	}
+	exec, dynamic, err := withInterpreters(p.Exec)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []struct {
+		rights   landlock.AccessFSSet
+		optional bool
+		paths    []string
+	}{
+		{readRights, false, p.Read},
+		{execRights, false, exec},
+		{writeRights, false, p.Write},
+		{llsys.AccessFSRemoveDir, false, p.RemoveIn},
+		{nullRights, true, []string{os.DevNull}},
+		{readRights, true, systemRead()},
+		{readRights, true, libraries(dynamic)},
+	} {
+		if err := add(step.rights, step.optional, step.paths...); err != nil {
+			return nil, err
+		}
+	}
+	return rules, nil
+}
+
+// libraries is libraryRead when a program is dynamically linked.
+func libraries(dynamic bool) []string {
+	if !dynamic {
+		return nil
+	}
+	return libraryRead()
+}
+
+// withInterpreters is progs with the interpreters they need to run: an
+// ELF program's dynamic loader, a script's "#!" program (and its loader),
+// and whether any of them is dynamically linked.
+func withInterpreters(progs []string) (all []string, dynamic bool, err error) {
+	seen := map[string]bool{}
+	queue := slices.Clone(progs)
+	for len(queue) > 0 && len(seen) < 64 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		all = append(all, p)
+		interp, isELF, err := interpreter(p)
+		if err != nil {
+			return nil, false, fmt.Errorf("confining the process: program %s: %w", p, err)
+		}
+		if interp != "" {
+			dynamic = dynamic || isELF
+			queue = append(queue, interp)
+		}
+	}
+	return all, dynamic, nil
+}
+
+// interpreter is the program the kernel loads to run path: the ELF
+// PT_INTERP (isELF) or the "#!" line's program; "" for a static program.
+func interpreter(path string) (string, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return "", false, nil // too short to be either
+	}
+	switch {
+	case bytes.Equal(head, []byte(elf.ELFMAG)):
+		ef, err := elf.NewFile(f)
+		if err != nil {
+			return "", false, err
+		}
+		for _, prog := range ef.Progs {
+			if prog.Type == elf.PT_INTERP {
+				b := make([]byte, prog.Filesz)
+				if _, err := prog.ReadAt(b, 0); err != nil {
+					return "", false, err
+				}
+				return filepath.Clean(string(bytes.TrimRight(b, "\x00"))), true, nil
+			}
+		}
+		return "", false, nil
+	case bytes.HasPrefix(head, []byte("#!")):
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+		if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+			return "", false, nil
+		}
+		return filepath.Clean(fields[0]), false, nil
+	}
+	return "", false, nil
+}

@@ -1,0 +1,389 @@
+package confine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childEnv makes the test binary a confined child (see TestMain): its
+// value is the JSON of a childTask.
+const childEnv = "HELM_INJECT_CONFINE_TEST_CHILD"
+
+// childTask is what a re-executed test binary does: confine itself as
+// Mode and Policy say, as generate does, then try each thing.
+type childTask struct {
+	Mode    Mode
+	Policy  Policy
+	Read    []string // files to read
+	Write   []string // files to create
+	Dial    string   // a TCP address to connect to
+	Run     []string // a program and its arguments
+	Signal  int      // a process to send SIGUSR1 to
+	FakeABI *int
+}
+
+// childResult is, per attempt, "ok" or the error.
+type childResult struct {
+	Confine string
+	Results map[string]string
+}
+
+func TestMain(m *testing.M) {
+	if task := os.Getenv(childEnv); task != "" {
+		os.Exit(runChild(task))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(task string) int {
+	var t childTask
+	if err := json.Unmarshal([]byte(task), &t); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	k := Kernel{}
+	if t.FakeABI != nil {
+		k.ABI = func() int { return *t.FakeABI }
+	}
+	res := childResult{Confine: "ok", Results: map[string]string{}}
+	outcome := func(err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return "ok"
+	}
+	if _, err := k.Confine(t.Mode, t.Policy); err != nil {
+		res.Confine = err.Error()
+	} else {
+		for _, p := range t.Read {
+			_, err := os.ReadFile(p)
+			res.Results["read "+p] = outcome(err)
+		}
+		for _, p := range t.Write {
+			res.Results["write "+p] = outcome(os.WriteFile(p, []byte("x"), 0o644))
+		}
+		if t.Dial != "" {
+			c, err := net.DialTimeout("tcp", t.Dial, 5*time.Second)
+			if err == nil {
+				c.Close()
+			}
+			res.Results["dial"] = outcome(err)
+		}
+		if len(t.Run) > 0 {
+			out, err := exec.Command(t.Run[0], t.Run[1:]...).CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, out)
+			}
+			res.Results["run"] = outcome(err)
+		}
+		if t.Signal != 0 {
+			res.Results["signal"] = outcome(syscall.Kill(t.Signal, syscall.SIGUSR1))
+		}
+	}
+	b, _ := json.Marshal(res)
+	os.Stdout.Write(b)
+	return 0
+}
+
+// runConfined runs the test binary as a confined child.
+func runConfined(t *testing.T, task childTask) childResult {
+	t.Helper()
+	js, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(js))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the confined child: %v", err)
+	}
+	var res childResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("the confined child's answer %q: %v", out, err)
+	}
+	return res
+}
+
+// world is a repository, a secret outside it, a private folder, a home
+// folder and a listener that counts connections.
+type world struct {
+	repo, secret, private, home string
+	addr                        string
+	accepted                    chan struct{}
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	dir := t.TempDir()
+	w := world{
+		repo:     filepath.Join(dir, "repo"),
+		secret:   filepath.Join(dir, "secret.txt"),
+		private:  filepath.Join(dir, "private"),
+		home:     filepath.Join(dir, "home"),
+		accepted: make(chan struct{}, 16),
+	}
+	for _, d := range []string{w.repo, w.private, w.home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, s := range map[string]string{w.secret: "the other tenant's token", filepath.Join(w.repo, "values.yaml"): "a: 1\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			w.accepted <- struct{}{}
+		}
+	}()
+	w.addr = ln.Addr().String()
+	return w
+}
+
+func (w world) task(mode Mode) childTask {
+	return childTask{
+		Mode:   mode,
+		Policy: Policy{Read: []string{w.repo}, Write: []string{w.private}},
+		Read:   []string{filepath.Join(w.repo, "values.yaml"), w.secret},
+		Write:  []string{filepath.Join(w.private, "chart.yaml"), filepath.Join(w.home, ".profile")},
+		Dial:   w.addr,
+	}
+}
+
+// TestConfineDeniesWhatThePolicyDoesNotName: the process confined as
+// generate confines itself reads its repository and writes its private
+// folder, and nothing else: not a file outside, not the home folder, not
+// a listener on 127.0.0.1. Unconfined (off), the same attempts succeed,
+// so the test proves something.
+func TestConfineDeniesWhatThePolicyDoesNotName(t *testing.T) {
+	requireLandlock(t)
+	w := newWorld(t)
+
+	res := runConfined(t, w.task(Required))
+	if res.Confine != "ok" {
+		t.Fatalf("confining: %s", res.Confine)
+	}
+	want := map[string]bool{ // true: allowed
+		"read " + filepath.Join(w.repo, "values.yaml"): true,
+		"read " + w.secret: false,
+		"write " + filepath.Join(w.private, "chart.yaml"): true,
+		"write " + filepath.Join(w.home, ".profile"):      false,
+		"dial": false,
+	}
+	for what, allowed := range want {
+		got := res.Results[what]
+		if allowed && got != "ok" {
+			t.Errorf("confined: %s: %s, want it allowed", what, got)
+		}
+		if !allowed && !strings.Contains(got, "permission denied") {
+			t.Errorf("confined: %s: %q, want permission denied", what, got)
+		}
+	}
+	if n := len(w.accepted); n != 0 {
+		t.Errorf("the listener accepted %d connections from the confined process", n)
+	}
+	if _, err := os.Stat(filepath.Join(w.home, ".profile")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the confined process wrote into the home folder (%v)", err)
+	}
+
+	res = runConfined(t, w.task(Off))
+	for what := range want {
+		if got := res.Results[what]; got != "ok" {
+			t.Errorf("off: %s: %s, want it to succeed", what, got)
+		}
+	}
+	select {
+	case <-w.accepted:
+	case <-time.After(5 * time.Second):
+		t.Error("off: the listener saw no connection")
+	}
+}
+
+// TestConfineExecutesOnlyItsPrograms: a dynamically linked program the
+// policy names runs (its loader and libraries come with it); another is
+// denied.
+func TestConfineExecutesOnlyItsPrograms(t *testing.T) {
+	requireLandlock(t)
+	w := newWorld(t)
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ = filepath.EvalSymlinks(cat)
+	if interp, _, _ := interpreter(cat); interp == "" {
+		t.Fatalf("%s is not dynamically linked; the test needs a dynamic program", cat)
+	}
+	values := filepath.Join(w.repo, "values.yaml")
+
+	task := childTask{Mode: Required, Policy: Policy{Read: []string{w.repo}, Exec: []string{cat}}, Run: []string{cat, values}}
+	if res := runConfined(t, task); res.Results["run"] != "ok" {
+		t.Errorf("running the allowed program %s: %s", cat, res.Results["run"])
+	}
+	head, err := exec.LookPath("head")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Run = []string{head, values}
+	if res := runConfined(t, task); !strings.Contains(res.Results["run"], "permission denied") {
+		t.Errorf("running %s, which the policy does not name: %q, want permission denied", head, res.Results["run"])
+	}
+}
+
+// TestConfineScopesSignals: the confined process cannot signal a process
+// outside its domain (the test's own); unconfined it can.
+func TestConfineScopesSignals(t *testing.T) {
+	requireLandlock(t)
+	task := childTask{Mode: Required, Signal: os.Getpid()}
+	got := make(chan os.Signal, 1)
+	notifyUSR1(t, got)
+	if res := runConfined(t, task); !strings.Contains(res.Results["signal"], "operation not permitted") {
+		t.Errorf("confined: signalling the test: %q, want operation not permitted", res.Results["signal"])
+	}
+	select {
+	case <-got:
+		t.Error("confined: the test received the signal")
+	case <-time.After(200 * time.Millisecond):
+	}
+	task.Mode = Off
+	if res := runConfined(t, task); res.Results["signal"] != "ok" {
+		t.Errorf("off: signalling the test: %s", res.Results["signal"])
+	}
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Error("off: the test received no signal")
+	}
+}
+
+// TestConfineRequiredWithoutLandlock: on a kernel without Landlock (the
+// seam reports ABI 0), required refuses, naming what is missing, and
+// best-effort goes on unconfined; on one with files but no network
+// (ABI 3), required names the network.
+func TestConfineRequiredWithoutLandlock(t *testing.T) {
+	for _, tc := range []struct {
+		abi     int
+		mode    Mode
+		wantErr string
+		missing []string
+	}{
+		{abi: 0, mode: Required, wantErr: "HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network"},
+		{abi: 3, mode: Required, wantErr: "HELM_INJECT_CONFINE=required, but this kernel's Landlock (ABI 3) cannot confine the network (files need"},
+		{abi: 0, mode: BestEffort, missing: []string{"files", "network", "signals"}},
+		{abi: 0, mode: Off},
+	} {
+		t.Run(fmt.Sprintf("%s/abi%d", tc.mode, tc.abi), func(t *testing.T) {
+			k := Kernel{ABI: func() int { return tc.abi }}
+			rep, err := k.Confine(tc.mode, Policy{Read: []string{"/does/not/exist"}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Missing()) != len(tc.missing) {
+				t.Fatalf("Missing() = %q, want %d entries", rep.Missing(), len(tc.missing))
+			}
+			for i, m := range tc.missing {
+				if !strings.HasPrefix(rep.Missing()[i], m) {
+					t.Errorf("Missing()[%d] = %q, want %s", i, rep.Missing()[i], m)
+				}
+			}
+		})
+	}
+}
+
+func TestReportWarning(t *testing.T) {
+	for _, tc := range []struct {
+		rep  Report
+		want string
+	}{
+		{Report{Mode: BestEffort, ABI: 7}, ""},
+		{Report{Mode: BestEffort, ABI: 6}, ""},
+		{Report{Mode: BestEffort, ABI: 5}, "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (ABI 5) does not confine signals and abstract unix sockets (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 3}, "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (ABI 3) does not confine network (TCP connect and bind: ABI 4, Linux 6.7), signals and abstract unix sockets (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 0}, "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (not available) does not confine files (Landlock ABI 1, Linux 5.13), network (TCP connect and bind: ABI 4, Linux 6.7), signals and abstract unix sockets (ABI 6, Linux 6.12)"},
+		{Report{Mode: Off, ABI: 0}, ""},
+	} {
+		if got := tc.rep.Warning(); got != tc.want {
+			t.Errorf("%+v: Warning() = %q, want %q", tc.rep, got, tc.want)
+		}
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]Mode{"": BestEffort, "best-effort": BestEffort, "required": Required, "off": Off, " off ": Off} {
+		if got, err := ParseMode(in); err != nil || got != want {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"on", "true", "Required", "besteffort"} {
+		if _, err := ParseMode(in); err == nil || !strings.Contains(err.Error(), "say best-effort, required or off") {
+			t.Errorf("ParseMode(%q) = %v, want an error", in, err)
+		}
+	}
+}
+
+// TestConfineRefusesAMissingPath: an operator's folder that does not
+// exist is an error naming it, not a rule silently left out.
+func TestConfineRefusesAMissingPath(t *testing.T) {
+	requireLandlock(t)
+	w := newWorld(t)
+	task := w.task(Required)
+	task.Policy.Read = append(task.Policy.Read, "/etc/istio-typo")
+	res := runConfined(t, task)
+	if !strings.Contains(res.Confine, "/etc/istio-typo") {
+		t.Errorf("confining with a missing folder: %q, want an error naming it", res.Confine)
+	}
+}
+
+func TestInterpreter(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "inject.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh -e\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, isELF, err := interpreter(script); err != nil || got != "/bin/sh" || isELF {
+		t.Errorf("interpreter(script) = %q, %v, %v; want /bin/sh", got, isELF, err)
+	}
+	all, dynamic, err := withInterpreters([]string{script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 3 || all[1] != "/bin/sh" || !dynamic {
+		t.Errorf("withInterpreters(script) = %q, dynamic %v; want the script, /bin/sh and its loader, dynamic", all, dynamic)
+	}
+}
+
+// requireLandlock fails (not skips) on a machine whose kernel has no
+// Landlock with the network: this project's machines have ABI 7.
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if abi := (Kernel{}).abi(); abi < abiScoped {
+		t.Fatalf("this kernel's Landlock ABI is %d; these tests need %d (Linux 6.12)", abi, abiScoped)
+	}
+}
