@@ -4,7 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
+	"helm.sh/helm/v4/pkg/strvals"
+
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/internal/confine"
 )
 
@@ -55,4 +61,72 @@ func confineRender(k confine.Kernel, mode confine.Mode, p confine.Policy, stderr
 		return nil, err
 	}
 	return func() { restore(); removeWork() }, nil
+}
+
+// templateConfineUsage and postRenderConfineUsage are --confine's help.
+const (
+	templateConfineUsage   = "render confined with Linux Landlock, for untrusted charts: read only the chart (a local folder or archive), the values and --set-file files, the injector library, --injector-pins and --injector-dir; run only the injectors' programs; write only stdout, --output-dir and a private temporary folder; no network (flags that need it are refused). Fails, rendering nothing, on a kernel that cannot confine files and the network (Linux 6.7)"
+	postRenderConfineUsage = "run the injectors confined with Linux Landlock: they read only the manifests, the injector library and --injector-dir, run only their programs, write only stdout and a private temporary folder, and reach no network. Fails on a kernel that cannot confine files and the network (Linux 6.7)"
+)
+
+// injectorPrograms are the programs d's external injectors run, as found
+// now (on PATH, or relative to dir, the injectors' working folder); one
+// not found is left out, and fails as it would unconfined.
+func injectorPrograms(d *inject.Declared, dir string) []string {
+	var out []string
+	for _, s := range d.Specs {
+		c, ok := s.(*inject.Command)
+		if !ok {
+			continue
+		}
+		for _, argv := range [][]string{c.Argv, c.VersionArgv} {
+			if len(argv) == 0 {
+				continue
+			}
+			prog := argv[0]
+			if strings.Contains(prog, "/") && !filepath.IsAbs(prog) && dir != "" {
+				prog = filepath.Join(dir, prog)
+			}
+			path, err := exec.LookPath(prog)
+			if err != nil {
+				continue
+			}
+			if path, err = filepath.Abs(path); err == nil {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
+}
+
+// existing is the paths that exist, made absolute: a missing one is left
+// out of a policy, so that reading it fails with its usual error.
+func existing(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" || p == "-" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(abs); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+// setFilePaths are the files --set-file entries name, as helm's parser
+// reads them (key=path pairs, comma separated).
+func setFilePaths(entries []string) []string {
+	var out []string
+	for _, e := range entries {
+		_ = strvals.ParseIntoFile(e, map[string]any{}, func(rs []rune) (any, error) {
+			out = append(out, string(rs))
+			return "", nil
+		})
+	}
+	return out
 }

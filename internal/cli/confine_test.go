@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +258,152 @@ func copyChart(t testing.TB, dir string) {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "fixtures", "charts", "webapp"))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// helmInject runs the test binary as helm-inject.
+func helmInject(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), cliChildEnv+"=helm-inject"), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestTemplateConfine: template --confine renders a chart with values,
+// set-file and a built-in injector exactly as without it; a chart whose
+// template is a link to a file outside it, and a values URL, fail confined
+// (the file is not read, the server gets no request) where unconfined they
+// succeed.
+func TestTemplateConfine(t *testing.T) {
+	dir := t.TempDir()
+	chartDir := filepath.Join(dir, "webapp")
+	copyChart(t, chartDir)
+	lib := filepath.Join(dir, "library")
+	if err := os.CopyFS(lib, os.DirFS(filepath.Join("..", "..", "fixtures", "injectors", "library"))); err != nil {
+		t.Fatal(err)
+	}
+	values := filepath.Join(dir, "prod.yaml")
+	greeting := filepath.Join(dir, "greeting.txt")
+	for p, s := range map[string]string{values: "replicas: 4\n", greeting: "hello from a file"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := []string{"TMPDIR=" + t.TempDir()}
+	args := []string{"template", "web", chartDir, "-f", values, "--set-file", "greeting=" + greeting, "--with", "sidecar@^1", "--injector-library", lib}
+	plain, stderr, code := helmInject(t, tmp, "", args...)
+	if code != 0 {
+		t.Fatalf("template: %s", stderr)
+	}
+	confined, stderr, code := helmInject(t, tmp, "", append(args, "--confine")...)
+	if code != 0 {
+		t.Fatalf("template --confine: %s", stderr)
+	}
+	if confined != plain {
+		t.Errorf("template --confine printed something else than template:\n%s", cmpLines(plain, confined))
+	}
+	if !strings.Contains(confined, "hello from a file") || !strings.Contains(confined, "replicas: 4") {
+		t.Errorf("template --confine lost the values")
+	}
+
+	// A chart with a link out of it.
+	secret := filepath.Join(dir, "secret.yaml")
+	if err := os.WriteFile(secret, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n  token: tenant-b-4711\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(chartDir, "templates", "stolen.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := helmInject(t, tmp, "", "template", "web", chartDir)
+	if code != 0 || !strings.Contains(out, "tenant-b-4711") {
+		t.Fatalf("unconfined, the link is followed (as helm does); got exit %d", code)
+	}
+	out, stderr, code = helmInject(t, tmp, "", "template", "web", chartDir, "--confine")
+	if code == 0 || out != "" || strings.Contains(stderr, "tenant-b-4711") || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("template --confine of a chart linking outside: exit %d, stdout %q, stderr %q; want a permission denied and nothing printed", code, out, stderr)
+	}
+	if err := os.Remove(filepath.Join(chartDir, "templates", "stolen.yaml")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A values URL.
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		fmt.Fprintln(w, "replicas: 9")
+	}))
+	defer srv.Close()
+	if _, stderr, code := helmInject(t, tmp, "", "template", "web", chartDir, "-f", srv.URL+"/values.yaml"); code != 0 || requests.Load() != 1 {
+		t.Fatalf("unconfined, the values URL is fetched: exit %d, %d requests: %s", code, requests.Load(), stderr)
+	}
+	out, stderr, code = helmInject(t, tmp, "", "template", "web", chartDir, "-f", srv.URL+"/values.yaml", "--confine")
+	if code == 0 || out != "" || requests.Load() != 1 || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("template --confine -f URL: exit %d, %d requests in all, stderr %q; want a permission denied and no request", code, requests.Load(), stderr)
+	}
+
+	// What needs the network or a cluster is refused up front.
+	for _, flag := range [][]string{{"--validate"}, {"--enable-dns"}, {"--dependency-update"}, {"--repo", srv.URL}} {
+		_, stderr, code := helmInject(t, tmp, "", append([]string{"template", "web", chartDir, "--confine"}, flag...)...)
+		if code == 0 || !strings.Contains(stderr, "--confine renders from the files it is given, with no network: it cannot be used with "+flag[0]) {
+			t.Errorf("template --confine %s: exit %d, %s", flag[0], code, stderr)
+		}
+	}
+}
+
+// TestPostRenderConfine: post-render --confine runs its injector confined:
+// a script injector that copies a file from outside into the home folder
+// (with shell builtins: it may run nothing else) gives the manifests back
+// but copies nothing; unconfined it copies.
+func TestPostRenderConfine(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "token")
+	if err := os.WriteFile(secret, []byte("tenant-b-4711\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "copy-out")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+while IFS= read -r line; do printf '%s\n' "$line"; done < "$1"
+read -r token < `+secret+` 2>/dev/null
+printf '%s\n' "$token" > "$HOME/leak" 2>/dev/null
+exit 0
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifests := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  a: b\n"
+	env := []string{"HOME=" + home, "TMPDIR=" + t.TempDir()}
+	out, stderr, code := helmInject(t, env, manifests, "post-render", "--inject", script+" FILE", "--confine")
+	if code != 0 || !strings.Contains(out, "name: web") {
+		t.Fatalf("post-render --confine: exit %d, %q, %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "leak")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("post-render --confine: the injector wrote into the home folder (%v)", err)
+	}
+	if _, _, code := helmInject(t, env, manifests, "post-render", "--inject", script+" FILE"); code != 0 {
+		t.Fatal("post-render failed")
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "leak")); err != nil || string(b) != "tenant-b-4711\n" {
+		t.Errorf("unconfined, the injector copies the file (the test proves something): %q, %v", b, err)
+	}
+}
+
+// cmpLines shows where two outputs part.
+func cmpLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			return fmt.Sprintf("line %d: want %q, got %q", i+1, w[i], g[i])
+		}
+	}
+	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
 }

@@ -33,6 +33,9 @@ type chartFlags struct {
 	path      action.ChartPathOptions
 	devel     bool
 	depUpdate bool
+	// offline loads a local chart without an OCI registry client (which
+	// reads the registry's credentials): a confined render.
+	offline bool
 }
 
 func (c *chartFlags) add(f *pflag.FlagSet) {
@@ -86,9 +89,12 @@ func defaultKeyring() string {
 
 // load resolves the chart reference and merges the user's values.
 func (c *chartFlags) load(ctx context.Context, settings *cli.EnvSettings, ref string, stderr io.Writer) (release.Source, map[string]any, error) {
-	rc, err := c.registryClient(settings, stderr)
-	if err != nil {
-		return release.Source{}, nil, err
+	var rc *registry.Client
+	if !c.offline {
+		var err error
+		if rc, err = c.registryClient(settings, stderr); err != nil {
+			return release.Source{}, nil, err
+		}
 	}
 	// Helm's chart downloads take no context; a stalled repository must
 	// not make Ctrl-C or SIGTERM wait, so the load is abandoned (it writes
@@ -217,6 +223,17 @@ func (i *injectFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&i.timeout, "injector-timeout", inject.DefaultTimeout, "kill an injector that runs longer than this")
 	f.BoolVar(&i.skipHooks, "skip-inject-hooks", false, "do not give hook resources (pre-install jobs, test pods, ...) to the injectors")
 	f.BoolVar(&i.skipTests, "skip-inject-tests", false, "do not give `helm test` hooks to the injectors")
+}
+
+// libraryUsed is the library folder when a built-in injector is given,
+// else "".
+func (i *injectFlags) libraryUsed() string {
+	for _, it := range i.items {
+		if it.kind == "with" {
+			return i.library
+		}
+	}
+	return ""
 }
 
 // declared parses every injector, and loads the library for built-in

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -27,9 +28,10 @@ always use the version their constraint resolves to now. "helm-inject apply"
 has none of these limits: it injects hooks and tests too and records every
 injector in the release, because it installs a temporary chart instead.`
 
-func newPostRenderCommand() *cobra.Command {
+func newPostRenderCommand(kernel confine.Kernel) *cobra.Command {
 	var injectors injectFlags
 	var injectDir string
+	var confined bool
 	cmd := &cobra.Command{
 		Use:   "post-render [injector flags]",
 		Short: "Inject manifests from stdin to stdout (a Helm post-renderer)",
@@ -45,6 +47,18 @@ func newPostRenderCommand() *cobra.Command {
 			p, err := declared.Resolve(inject.Choice{Strategy: inject.ReconcileAlways})
 			if err != nil {
 				return err
+			}
+			if confined {
+				// The manifests on stdin are the untrusted part: the
+				// injectors that read them run confined.
+				cleanup, err := confineRender(kernel, confine.Required, confine.Policy{
+					Read: existing(injectors.libraryUsed(), injectDir),
+					Exec: injectorPrograms(declared, injectDir),
+				}, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				defer cleanup()
 			}
 			in, err := io.ReadAll(cmd.InOrStdin())
 			if err != nil {
@@ -71,5 +85,6 @@ func newPostRenderCommand() *cobra.Command {
 	}
 	injectors.add(cmd.Flags())
 	cmd.Flags().StringVar(&injectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
+	cmd.Flags().BoolVar(&confined, "confine", false, postRenderConfineUsage)
 	return cmd
 }

@@ -77,7 +77,7 @@ func newRootCommandOn(settings *cli.EnvSettings, kernel confine.Kernel, stdin io
 	root.SetErr(stderr)
 	settings.AddFlags(root.PersistentFlags())
 	root.AddCommand(
-		newTemplateCommand(settings),
+		newTemplateCommand(settings, kernel),
 		newApplyCommand(settings),
 		newUpgradeCommand(settings),
 		newDiffCommand(settings),
@@ -85,7 +85,7 @@ func newRootCommandOn(settings *cli.EnvSettings, kernel confine.Kernel, stdin io
 		newListCommand(settings),
 		newInjectorsCommand(),
 		newHelmfileCommand(),
-		newPostRenderCommand(),
+		newPostRenderCommand(kernel),
 		newArgocdCommand(kernel),
 		newVersionCommand(),
 	)

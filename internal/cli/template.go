@@ -2,13 +2,17 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -35,9 +39,10 @@ type templateFlags struct {
 	dryRunMode  string
 	pinsFile    string
 	progress    string
+	confine     bool
 }
 
-func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
+func newTemplateCommand(settings *cli.EnvSettings, kernel confine.Kernel) *cobra.Command {
 	tf := &templateFlags{}
 	cmd := &cobra.Command{
 		Use:   "template NAME CHART",
@@ -45,14 +50,14 @@ func newTemplateCommand(settings *cli.EnvSettings) *cobra.Command {
 		Long:  templateLong,
 		Args:  exactArgs(2, "a release NAME and a CHART"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return tf.run(cmd, settings, args)
+			return tf.run(cmd, settings, kernel, args)
 		},
 	}
 	tf.add(cmd.Flags())
 	return cmd
 }
 
-func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []string) error {
+func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, kernel confine.Kernel, args []string) error {
 	t := &tf.t
 	rep, err := progressReporter(tf.progress, cmd.ErrOrStderr())
 	if err != nil {
@@ -63,6 +68,15 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
 	p.Slow = rep.Slow
+	if tf.confine {
+		// The injectors are parsed (and the library loaded); the chart
+		// and its values are the untrusted part, read confined.
+		cleanup, err := tf.confineRender(kernel, args[1], p, cmd.ErrOrStderr())
+		if err != nil {
+			return fmt.Errorf("release %q: %w", args[0], err)
+		}
+		defer cleanup()
+	}
 	if t.Render, err = tf.render.flags(cmd.Context(), settings, tf.apiVersions); err != nil {
 		return fmt.Errorf("release %q: %w", args[0], err)
 	}
@@ -105,6 +119,7 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	tf.injectors.add(f)
 	tf.render.add(f, false)
 	f.StringVar(&tf.progress, "progress", "auto", "show on stderr injectors that run long: "+progressModes)
+	f.BoolVar(&tf.confine, "confine", false, templateConfineUsage)
 	f.StringVar(&t.InjectDir, "injector-dir", "", "working directory of injector commands (default: the current directory)")
 	f.StringVar(&t.KubeVersion, "kube-version", "", "Kubernetes version used for Capabilities.KubeVersion")
 	f.StringSliceVarP(&tf.apiVersions, "api-versions", "a", nil, "Kubernetes api versions used for Capabilities.APIVersions")
@@ -138,6 +153,38 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	noop(f, "adopt", "", noopString(), notInstalled)
 	refuse(f, "generate-name", "g", true, "give the release NAME as the first argument")
 	refuse(f, "name-template", "", false, "give the release NAME as the first argument")
+}
+
+// confineRender confines template for --confine: it refuses what would
+// reach the network, a cluster or a file it was not given, then reads
+// only the chart, the values and set-file files, the library, the pins
+// file and --injector-dir, and writes only --output-dir.
+func (tf *templateFlags) confineRender(kernel confine.Kernel, ref string, d *inject.Declared, stderr io.Writer) (func(), error) {
+	for flag, set := range map[string]bool{
+		"--repo": tf.chart.path.RepoURL != "", "--dependency-update": tf.chart.depUpdate, "--verify": tf.chart.path.Verify,
+		"--validate": tf.t.Validate, "--dry-run=server": tf.dryRunMode == "server", "--enable-dns": tf.render.enableDNS,
+		"--post-renderer": tf.render.postRenderer != "", "--keep-chart": tf.t.KeepChart != "",
+	} {
+		if set {
+			return nil, fmt.Errorf("--confine renders from the files it is given, with no network: it cannot be used with %s", flag)
+		}
+	}
+	if _, err := os.Stat(ref); err != nil {
+		return nil, fmt.Errorf("--confine renders a local chart (a folder or an archive): %s: %w", ref, err)
+	}
+	p := confine.Policy{
+		Read: existing(slices.Concat([]string{ref, tf.pinsFile, tf.t.InjectDir, tf.injectors.libraryUsed()},
+			tf.chart.values.ValueFiles, setFilePaths(tf.chart.values.FileValues))...),
+		Exec: injectorPrograms(d, tf.t.InjectDir),
+	}
+	if tf.outputDir != "" {
+		if err := os.MkdirAll(tf.outputDir, 0o755); err != nil {
+			return nil, err
+		}
+		p.Write = existing(tf.outputDir)
+	}
+	tf.chart.offline = true
+	return confineRender(kernel, confine.Required, p, stderr)
 }
 
 // exactArgs is cobra.ExactArgs with a message that says what is expected.

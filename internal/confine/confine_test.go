@@ -387,3 +387,36 @@ func requireLandlock(t *testing.T) {
 		t.Fatalf("this kernel's Landlock ABI is %d; these tests need %d (Linux 6.12)", abi, abiScoped)
 	}
 }
+
+// BenchmarkConfine starts a process that confines itself as generate
+// does (a repository, a private folder, a dynamically linked program)
+// and exits, against one that exits unconfined: the difference is what
+// confinement adds to a process.
+func BenchmarkConfine(b *testing.B) {
+	dir := b.TempDir()
+	repo, private := filepath.Join(dir, "repo"), filepath.Join(dir, "private")
+	for _, d := range []string{repo, private} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []Mode{Off, Required} {
+		js, err := json.Marshal(childTask{Mode: mode, Policy: Policy{Read: []string{repo}, Exec: []string{cat}, Write: []string{private}, RemoveIn: []string{dir}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(string(mode), func(b *testing.B) {
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), childEnv+"="+string(js))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
+	}
+}
