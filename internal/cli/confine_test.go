@@ -296,8 +296,19 @@ func TestTemplateConfine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tmp := []string{"TMPDIR=" + t.TempDir()}
-	args := []string{"template", "web", chartDir, "-f", values, "--set-file", "greeting=" + greeting, "--with", "sidecar@^1", "--injector-library", lib}
+	// A registry configuration of the user's, which a confined render
+	// must not need to read.
+	registryConfig := filepath.Join(dir, "registry.json")
+	if err := os.WriteFile(registryConfig, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An external injector (a script: it may run only its shell).
+	injector := filepath.Join(dir, "pass-through")
+	if err := os.WriteFile(injector, []byte("#!/bin/sh\nwhile IFS= read -r line; do printf '%s\\n' \"$line\"; done < \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := []string{"TMPDIR=" + t.TempDir(), "HELM_REGISTRY_CONFIG=" + registryConfig}
+	args := []string{"template", "web", chartDir, "-f", values, "--set-file", "greeting=" + greeting, "--with", "sidecar@^1", "--injector-library", lib, "--inject", injector + " FILE"}
 	plain, stderr, code := helmInject(t, tmp, "", args...)
 	if code != 0 {
 		t.Fatalf("template: %s", stderr)

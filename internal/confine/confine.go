@@ -120,10 +120,11 @@ type Report struct {
 	ABI int
 }
 
-// Files, Network and Scoped say whether each is enforced.
-func (r Report) Files() bool   { return r.Mode != Off && r.ABI >= abiFiles }
-func (r Report) Network() bool { return r.Mode != Off && r.ABI >= abiNetwork }
-func (r Report) Scoped() bool  { return r.Mode != Off && r.ABI >= abiScoped }
+// Files, Network and Scoped say whether the kernel can confine each
+// (Off confines nothing whatever they say).
+func (r Report) Files() bool   { return r.ABI >= abiFiles }
+func (r Report) Network() bool { return r.ABI >= abiNetwork }
+func (r Report) Scoped() bool  { return r.ABI >= abiScoped }
 
 // Missing names what is not enforced, for a person.
 func (r Report) Missing() []string {

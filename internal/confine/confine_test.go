@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // childEnv makes the test binary a confined child (see TestMain): its
@@ -241,6 +243,23 @@ func TestConfineExecutesOnlyItsPrograms(t *testing.T) {
 	if res := runConfined(t, task); res.Results["run"] != "ok" {
 		t.Errorf("running the allowed program %s: %s", cat, res.Results["run"])
 	}
+	// A program inside a folder the policy only lets it read.
+	inRepo := filepath.Join(w.repo, "true")
+	trueProg, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(trueProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inRepo, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	task.Run = []string{inRepo}
+	if res := runConfined(t, task); !strings.Contains(res.Results["run"], "permission denied") {
+		t.Errorf("running a program of the repository, which is only readable: %q, want permission denied", res.Results["run"])
+	}
 	head, err := exec.LookPath("head")
 	if err != nil {
 		t.Fatal(err)
@@ -418,5 +437,76 @@ func BenchmarkConfine(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrivateParent: the parent of the private folders is created 0700,
+// and one another user could write into, or that is a link, is refused.
+func TestPrivateParent(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir, err := PrivateParent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("PrivateParent() = %s: %v, %v; want a 0700 folder", dir, fi.Mode(), err)
+	}
+	if again, err := PrivateParent(); err != nil || again != dir {
+		t.Fatalf("PrivateParent() again = %q, %v", again, err)
+	}
+	for _, mode := range []os.FileMode{0o777, 0o750} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := PrivateParent(); err == nil || !strings.Contains(err.Error(), "is not a private folder of this user") {
+			t.Errorf("a parent of mode %v: err = %v", mode, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrivateParent(); err == nil || !strings.Contains(err.Error(), "is not a private folder of this user") {
+		t.Errorf("a file as the parent: err = %v", err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.Chmod(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrivateParent(); err == nil || !strings.Contains(err.Error(), "is not a private folder of this user") {
+		t.Errorf("a link as the parent: err = %v", err)
+	}
+}
+
+// TestConfigFor: each ABI's configuration handles what that ABI can
+// restrict, so that what no rule grants is denied: the network from 4,
+// signals and abstract sockets from 6, and no more than 6 asks for.
+func TestConfigFor(t *testing.T) {
+	for abi := 1; abi <= 9; abi++ {
+		c := configFor(abi)
+		if got, want := c.HandledAccessNet != 0, abi >= 4; got != want {
+			t.Errorf("ABI %d: handles the network: %v, want %v", abi, got, want)
+		}
+		if got, want := c.Scoped != 0, abi >= 6; got != want {
+			t.Errorf("ABI %d: scopes signals: %v, want %v", abi, got, want)
+		}
+		if got, want := c.HandledAccessFS&llsys.AccessFSTruncate != 0, abi >= 3; got != want {
+			t.Errorf("ABI %d: handles truncation: %v, want %v", abi, got, want)
+		}
+		if got, want := c.HandledAccessFS&llsys.AccessFSIoctlDev != 0, abi >= 5; got != want {
+			t.Errorf("ABI %d: handles device ioctls: %v, want %v", abi, got, want)
+		}
+		if c.HandledAccessFS&llsys.AccessFSReadFile == 0 {
+			t.Errorf("ABI %d: does not handle reading files", abi)
+		}
 	}
 }
