@@ -10,7 +10,7 @@
 GO ?= go
 GOTEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: demo test tools vet unit fuzz cluster build bench bench-helmfile clean-tools argocd-e2e mutation
+.PHONY: demo test tools vet unit fuzz cluster build bench bench-helmfile clean-tools argocd-e2e mutation behaviour-mutants
 
 # The demo shows the offline result first, then builds what it needs for
 # the real install (the control plane and the helm CLI) itself.
@@ -47,6 +47,14 @@ DIFF ?=
 PKGS ?=
 mutation: tools
 	DIFF=$(DIFF) bash hack/mutation.sh $(PKGS)
+
+# The behaviour catalogue (hack/mutants/*.yaml): hand-written plausible
+# bugs, each applied to a fresh copy of the tree and killed by its
+# package's unit tests. Not part of make test. One by name:
+#   make behaviour-mutants NAME=confine-dev-null      (a regular expression)
+NAME ?=
+behaviour-mutants:
+	$(GO) run ./hack/behaviour-mutants $(if $(NAME),-run '$(NAME)')
 
 # The fuzz step: every fuzz target for FUZZTIME (default 1m) each.
 fuzz:

@@ -30,6 +30,7 @@ type childTask struct {
 	Dial    string   // a TCP address to connect to
 	Run     []string // a program and its arguments
 	Signal  int      // a process to send SIGUSR1 to
+	Unix    string   // an abstract unix socket to connect to
 	FakeABI *int
 }
 
@@ -86,6 +87,13 @@ func runChild(task string) int {
 				err = fmt.Errorf("%w: %s", err, out)
 			}
 			res.Results["run"] = outcome(err)
+		}
+		if t.Unix != "" {
+			c, err := net.Dial("unix", t.Unix)
+			if err == nil {
+				c.Close()
+			}
+			res.Results["unix"] = outcome(err)
 		}
 		if t.Signal != 0 {
 			res.Results["signal"] = outcome(syscall.Kill(t.Signal, syscall.SIGUSR1))
@@ -271,14 +279,34 @@ func TestConfineExecutesOnlyItsPrograms(t *testing.T) {
 }
 
 // TestConfineScopesSignals: the confined process cannot signal a process
-// outside its domain (the test's own); unconfined it can.
+// outside its domain (the test's own) or connect to its abstract unix
+// socket; unconfined it can.
 func TestConfineScopesSignals(t *testing.T) {
 	requireLandlock(t)
-	task := childTask{Mode: Required, Signal: os.Getpid()}
+	abstract := fmt.Sprintf("@helm-inject-confine-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	task := childTask{Mode: Required, Signal: os.Getpid(), Unix: abstract}
 	got := make(chan os.Signal, 1)
 	notifyUSR1(t, got)
-	if res := runConfined(t, task); !strings.Contains(res.Results["signal"], "operation not permitted") {
+	res := runConfined(t, task)
+	if !strings.Contains(res.Results["signal"], "operation not permitted") {
 		t.Errorf("confined: signalling the test: %q, want operation not permitted", res.Results["signal"])
+	}
+	if !strings.Contains(res.Results["unix"], "operation not permitted") {
+		t.Errorf("confined: connecting to the test's abstract socket: %q, want operation not permitted", res.Results["unix"])
 	}
 	select {
 	case <-got:
@@ -286,8 +314,11 @@ func TestConfineScopesSignals(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	task.Mode = Off
-	if res := runConfined(t, task); res.Results["signal"] != "ok" {
-		t.Errorf("off: signalling the test: %s", res.Results["signal"])
+	res = runConfined(t, task)
+	for _, what := range []string{"signal", "unix"} {
+		if res.Results[what] != "ok" {
+			t.Errorf("off: %s: %s", what, res.Results[what])
+		}
 	}
 	select {
 	case <-got:
