@@ -151,14 +151,14 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 // with sigs.k8s.io/yaml: that second parse was a third of every render.
 // TestSortRenderedMatchesHelm holds it to Helm's result.
 func sortRendered(files map[string]string) ([]manifest.Document, error) {
-	type part struct{ source, content string }
+	type part struct{ source, content, trailer string }
 	var parts []part
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		if strings.HasPrefix(path.Base(p), "_") || strings.TrimSpace(files[p]) == "" {
 			continue
 		}
-		for _, c := range manifest.Split(files[p]) {
-			parts = append(parts, part{p, c})
+		for _, c := range manifest.SplitFile(files[p]) {
+			parts = append(parts, part{p, c.Content, c.Trailer})
 		}
 	}
 	docs := make([]manifest.Document, len(parts))
@@ -167,6 +167,7 @@ func sortRendered(files map[string]string) ([]manifest.Document, error) {
 		if err != nil {
 			return fmt.Errorf("rendered template %s: %w", parts[i].source, err)
 		}
+		d.Trailer = parts[i].trailer
 		docs[i] = d
 		return nil
 	})

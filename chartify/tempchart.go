@@ -78,26 +78,23 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 		}
 	}
 
-	// One template file per source template, documents in their order.
-	files := map[string]*strings.Builder{}
+	// One template file per source template, documents in their order,
+	// each followed by the white space Helm kept after it (its Trailer),
+	// so that Helm renders them back to the same bytes (templateFile).
+	files := map[string][]manifest.Document{}
 	var order []string
 	for _, d := range docs {
 		name, err := flatten(src.Name(), d.Source, "templates")
 		if err != nil {
 			return nil, err
 		}
-		b, ok := files[name]
-		if !ok {
-			b = &strings.Builder{}
-			files[name] = b
+		if _, ok := files[name]; !ok {
 			order = append(order, name)
 		}
-		b.WriteString("---\n")
-		b.WriteString(Escape(d.Content))
-		b.WriteString("\n")
+		files[name] = append(files[name], d)
 	}
 	for _, name := range order {
-		tc.Templates = append(tc.Templates, &common.File{Name: name, Data: []byte(files[name].String())})
+		tc.Templates = append(tc.Templates, &common.File{Name: name, Data: []byte(templateFile(files[name]))})
 	}
 	if r.Notes != "" {
 		tc.Templates = append(tc.Templates, &common.File{Name: "templates/NOTES.txt", Data: []byte(Escape(r.Notes))})
@@ -171,6 +168,39 @@ func flatten(chartName, source, dir string) (string, error) {
 		clean += ".yaml"
 	}
 	return clean, nil
+}
+
+// templateFile is the temporary chart's template for docs of one source
+// file: Helm 4 renders it back to the same documents, each with its
+// Trailer. A document whose trailer does not end a line (the last of its
+// file, after "{{- end -}}") must end the file, or the next separator
+// would not start a line: it goes last, which changes nothing of the
+// order Helm installs and prints in, since it was the last of its kind in
+// its file and Helm's sort by kind is stable. Any other such document
+// gets a line end.
+func templateFile(docs []manifest.Document) string {
+	last := len(docs) - 1
+	for i, d := range docs {
+		if !strings.HasSuffix(d.Trailer, "\n") {
+			last = i
+		}
+	}
+	var b strings.Builder
+	write := func(d manifest.Document, end bool) {
+		b.WriteString("---\n")
+		b.WriteString(Escape(d.Content))
+		b.WriteString(d.Trailer)
+		if end && !strings.HasSuffix(d.Trailer, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	for i, d := range docs {
+		if i != last {
+			write(d, true)
+		}
+	}
+	write(docs[last], false)
+	return b.String()
 }
 
 // flattenCRDs collects the CRDs of the chart and all its subcharts, keeping

@@ -107,6 +107,44 @@ func TestTempChartReproducesDocuments(t *testing.T) {
 	}
 }
 
+// TestTempChartKeepsWhiteSpace: the temporary chart of a chart whose
+// templates end in trim markers, blank lines and CRLF line ends, with a
+// trailerless document that installs before its file's others, renders
+// back to the same documents with the same trailing white space each, so
+// that apply stores the bytes helm 4's install stores.
+func TestTempChartKeepsWhiteSpace(t *testing.T) {
+	ch, err := loader.Load("../fixtures/charts/whitespace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := RenderOptions{ReleaseName: "ws", Namespace: "ns", Revision: 1}
+	r, err := Render(ch, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trailers := map[string]string{}
+	for _, d := range r.Documents {
+		trailers[d.Source+" "+d.ID.Kind] = d.Trailer
+	}
+	// What helm 4 keeps after each document of the fixture, read off the
+	// templates by hand.
+	for key, want := range map[string]string{
+		"whitespace/templates/blank-after.yaml ConfigMap": "\n\n\n",
+		"whitespace/templates/trimmed.yaml ConfigMap":     "",
+		"whitespace/templates/multi.yaml ServiceAccount":  "",
+		"whitespace/templates/multi.yaml Service":         "\n\n",
+		"whitespace/templates/crlf.yaml ConfigMap":        "\r\n",
+	} {
+		if got, ok := trailers[key]; !ok || got != want {
+			t.Errorf("trailer of %s = %q (found %v), want %q", key, got, ok, want)
+		}
+	}
+	_, _, again := buildWriteLoadRender(t, r, r.Documents, TempChartOptions{Source: "../fixtures/charts/whitespace"}, opts)
+	if diff := cmp.Diff(r.Documents, again.Documents); diff != "" {
+		t.Errorf("temporary chart renders other white space (-chart +temporary chart):\n%s", diff)
+	}
+}
+
 func TestWriteChartIsPrivate(t *testing.T) {
 	r := renderWebapp(t, nil)
 	tc, err := BuildTempChart(r, r.Documents, TempChartOptions{})
@@ -280,7 +318,7 @@ func TestRenderTempChartMatchesHelm(t *testing.T) {
 		"charts/sub/templates/_partial.tpl": "{{ define \"sub.x\" }}x{{ end }}",
 		"charts/sub/templates/zz.yaml":      "apiVersion: v1\nkind: Service\nmetadata:\n  name: sub\n",
 	})
-	for _, dir := range []string{webapp, "../fixtures/charts/api", bench, crafted} {
+	for _, dir := range []string{webapp, "../fixtures/charts/api", "../fixtures/charts/whitespace", bench, crafted} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ch, err := loader.Load(dir)
 			if err != nil {

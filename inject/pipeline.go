@@ -97,6 +97,10 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 	copy(out, docs)
 	for j, i := range idx {
 		out[i] = selected[j]
+		// An injector gives documents back without the white space Helm
+		// kept after them, and Reconcile puts them back in input order:
+		// each keeps its own.
+		out[i].Trailer = docs[i].Trailer
 	}
 	return out, steps, nil
 }

@@ -54,6 +54,14 @@ type Document struct {
 	Source string
 	// Content is the YAML text without leading or trailing white space.
 	Content string
+	// Trailer is the white space Helm 4 keeps after Content, up to the
+	// next separator or the end of the template file: none after
+	// "{{- end -}}", blank lines where the template has them, "\r\n" in a
+	// file written with CRLF. Helm prints it and stores it in the
+	// release's manifest, so a document printed or installed byte for byte
+	// as Helm does carries it. It is no part of a document's identity or
+	// digest.
+	Trailer string
 	// ID is read from Content.
 	ID ID
 	// Hook is the value of the helm.sh/hook annotation, empty for a plain
@@ -109,6 +117,44 @@ func Split(stream string) []string {
 	}
 	add(s[start:])
 	return docs
+}
+
+// Part is one document of a rendered template file: its content without
+// leading or trailing white space, and the white space after it.
+type Part struct {
+	Content, Trailer string
+}
+
+// SplitFile splits one rendered template file as Helm 4's
+// releaseutil.SplitManifests does (at each line that starts with "---"),
+// and keeps, with each document, the white space between it and the next
+// separator or the end of the file: Helm 4 keeps it in what it prints and
+// stores. (Helm 3 dropped it, but for the last document of a file.)
+func SplitFile(file string) []Part {
+	var parts []Part
+	add := func(d string) {
+		d = strings.TrimLeftFunc(d, unicode.IsSpace)
+		if c := strings.TrimRightFunc(d, unicode.IsSpace); c != "" {
+			parts = append(parts, Part{Content: c, Trailer: d[len(c):]})
+		}
+	}
+	s := strings.TrimLeftFunc(file, unicode.IsSpace)
+	start := 0
+	if strings.HasPrefix(s, "---") {
+		start = skipBlanks(s, 3)
+	}
+	for from := start; ; {
+		i := strings.Index(s[from:], "\n---")
+		if i < 0 {
+			break
+		}
+		sep := from + i + 1
+		add(s[start:sep])
+		start = skipBlanks(s, sep+3)
+		from = start
+	}
+	add(s[start:])
+	return parts
 }
 
 // skipBlanks returns the index of the first byte at or after i that is not

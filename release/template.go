@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 
 	"helm.sh/helm/v4/pkg/action"
 
@@ -104,29 +105,43 @@ type PrintOptions struct {
 
 // WriteManifests prints r as `helm template` does: CRDs (when asked), the
 // manifests in install order, then the hooks, each preceded by "---" and a
-// "# Source:" comment.
+// "# Source:" comment and followed by the white space Helm keeps after it
+// (its Trailer), except the release manifest's last document: helm
+// template prints that manifest trimmed, then the hooks. With --show-only,
+// helm splits that output again and prints, pattern by pattern, each
+// document that matches with what followed it there and one more line end.
 func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
-	docs, err := selectDocs(r, o)
-	if err != nil {
-		return err
-	}
-	// helm template prints the release manifest trimmed: its last
-	// document has no blank line after it, hooks follow.
-	last := -1
+	docs := selectDocs(r, o)
+	last := -1 // the release manifest's last document
 	for i, d := range docs {
 		if d.Hook == "" {
 			last = i
 		}
 	}
+	if last >= 0 {
+		docs[last].Trailer = "" // helm template trims the release manifest
+	}
 	// One write per document would be a system call each on a pipe.
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if last == -1 && len(o.ShowOnly) == 0 {
+	if len(o.ShowOnly) > 0 {
+		shown, err := showOnly(docs, r.Chart.Name(), o.ShowOnly)
+		if err != nil {
+			return err
+		}
+		for _, d := range shown {
+			if err := writeFramed(bw, d, trailerOf(d)+"\n"); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	}
+	if last == -1 {
 		// helm template prints the (empty) release manifest as an empty
-		// line before the hooks; --show-only prints documents alone.
+		// line before the hooks.
 		_ = bw.WriteByte('\n')
 	}
-	for i, d := range docs {
-		if err := writeFramed(bw, d, i != last && d.Content != hiddenSecret); err != nil {
+	for _, d := range docs {
+		if err := writeFramed(bw, d, trailerOf(d)); err != nil {
 			return err
 		}
 	}
@@ -137,9 +152,12 @@ func WriteManifests(w io.Writer, r *chartify.Rendered, o PrintOptions) error {
 // `helm template --output-dir` does (several documents from one template
 // share its file).
 func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error {
-	docs, err := selectDocs(r, o)
-	if err != nil {
-		return err
+	docs := selectDocs(r, o)
+	if len(o.ShowOnly) > 0 {
+		var err error
+		if docs, err = showOnly(docs, r.Chart.Name(), o.ShowOnly); err != nil {
+			return err
+		}
 	}
 	written := map[string]bool{}
 	for _, d := range docs {
@@ -159,7 +177,7 @@ func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error
 		if err != nil {
 			return err
 		}
-		err = writeSourced(f, d)
+		err = writeFramed(f, d, trailerOf(d))
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -172,21 +190,25 @@ func WriteManifestsToDir(dir string, r *chartify.Rendered, o PrintOptions) error
 }
 
 // writeSourced writes one document as Helm 4 frames it in a rendered
-// manifest: "---", its "# Source:" comment, the document with the line end
-// helm 4 keeps (each document of a template file ends with one), then
-// helm's own line end; a hidden Secret's comment has only helm's.
+// manifest: "---", its "# Source:" comment, the document with the white
+// space helm keeps after it, then helm's own line end.
 func writeSourced(w io.Writer, d manifest.Document) error {
-	return writeFramed(w, d, d.Content != hiddenSecret)
+	return writeFramed(w, d, trailerOf(d))
 }
 
-// writeFramed writes "---", the "# Source:" comment and the document,
-// with a blank line after it when blank is set.
-func writeFramed(w io.Writer, d manifest.Document, blank bool) error {
-	format := "---\n# Source: %s\n%s\n"
-	if blank {
-		format += "\n"
+// trailerOf is the white space helm prints after d: none after a hidden
+// Secret's comment.
+func trailerOf(d manifest.Document) string {
+	if d.Content == hiddenSecret {
+		return ""
 	}
-	_, err := fmt.Fprintf(w, format, d.Source, d.Content)
+	return d.Trailer
+}
+
+// writeFramed writes "---", the "# Source:" comment, the document, tail
+// and a line end.
+func writeFramed(w io.Writer, d manifest.Document, tail string) error {
+	_, err := fmt.Fprintf(w, "---\n# Source: %s\n%s%s\n", d.Source, d.Content, tail)
 	return err
 }
 
@@ -212,11 +234,15 @@ func HideSecrets(stored string) (string, error) {
 	return b.String(), nil
 }
 
-func selectDocs(r *chartify.Rendered, o PrintOptions) ([]manifest.Document, error) {
+// selectDocs is what template prints of r, before --show-only.
+func selectDocs(r *chartify.Rendered, o PrintOptions) []manifest.Document {
 	var docs []manifest.Document
 	if o.IncludeCRDs {
 		for _, crd := range r.Chart.CRDObjects() {
-			docs = append(docs, manifest.Document{Source: filepath.ToSlash(crd.Filename), Content: strings.TrimRight(string(crd.File.Data), "\n")})
+			// helm prints a CRD file as it is.
+			data := string(crd.File.Data)
+			content := strings.TrimRightFunc(data, unicode.IsSpace)
+			docs = append(docs, manifest.Document{Source: filepath.ToSlash(crd.Filename), Content: content, Trailer: data[len(content):]})
 		}
 	}
 	for _, d := range r.Documents {
@@ -228,26 +254,27 @@ func selectDocs(r *chartify.Rendered, o PrintOptions) ([]manifest.Document, erro
 		}
 		docs = append(docs, d)
 	}
-	if len(o.ShowOnly) == 0 {
-		return docs, nil
-	}
-	prefix := r.Chart.Name() + "/"
+	return docs
+}
+
+// showOnly is what --show-only prints of docs, as helm template picks it:
+// pattern by pattern, the documents whose template (relative to the chart,
+// or as its "# Source:" names it) matches, in order; a pattern that
+// matches none is an error.
+func showOnly(docs []manifest.Document, chartName string, patterns []string) ([]manifest.Document, error) {
+	prefix := chartName + "/"
 	var kept []manifest.Document
-	matched := make([]bool, len(o.ShowOnly))
-	for _, d := range docs {
-		rel := strings.TrimPrefix(d.Source, prefix)
-		for i, pattern := range o.ShowOnly {
-			pattern = path.Clean(filepath.ToSlash(pattern))
-			if ok, _ := path.Match(pattern, rel); ok || pattern == d.Source {
+	for _, pattern := range patterns {
+		pattern = path.Clean(filepath.ToSlash(pattern))
+		missing := true
+		for _, d := range docs {
+			if ok, _ := path.Match(pattern, strings.TrimPrefix(d.Source, prefix)); ok || pattern == d.Source {
 				kept = append(kept, d)
-				matched[i] = true
-				break
+				missing = false
 			}
 		}
-	}
-	for i, m := range matched {
-		if !m {
-			return nil, fmt.Errorf("could not find template %s in chart", o.ShowOnly[i])
+		if missing {
+			return nil, fmt.Errorf("could not find template %s in chart", pattern)
 		}
 	}
 	return kept, nil

@@ -143,6 +143,7 @@ func TestWriteManifestsFramesAsHelm4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		d.Trailer = "\n" // each template file ended with a line end
 		return d
 	}
 	hooks := &chartify.Rendered{Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "hooks"}}, Documents: []manifest.Document{
@@ -179,5 +180,44 @@ func TestWriteManifestsFramesAsHelm4(t *testing.T) {
 		"---\n# Source: two/templates/both.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n"
 	if diff := cmp.Diff(dirHelm4, string(got)); diff != "" {
 		t.Errorf("--output-dir (-helm 4 +helm-inject)\n%s", diff)
+	}
+}
+
+// TestTemplatePrintsWhiteSpaceAsHelm4: for a chart whose templates end
+// with a trim marker, with blank lines, with CRLF line ends, with several
+// documents (one only a comment) and a test hook, template prints exactly
+// the bytes helm 4.3.2's `helm template ws fixtures/charts/whitespace -n ns`
+// printed, alone and with --show-only templates/test-hook.yaml --show-only
+// templates/multi.yaml (fixtures/golden/whitespace*.helm4.yaml were
+// captured from the helm 4 CLI; recapture them from it, never from
+// helm-inject).
+func TestTemplatePrintsWhiteSpaceAsHelm4(t *testing.T) {
+	ch, _, err := chartify.Load("../fixtures/charts/whitespace", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Inputs: Inputs{Namespace: "ns"}}).Run(t.Context(), "ws", Source{Ref: "whitespace", Chart: ch}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		golden string
+		o      PrintOptions
+	}{
+		{"whitespace.helm4.yaml", PrintOptions{}},
+		// helm prints in the order of the patterns, not of the files.
+		{"whitespace-show-only.helm4.yaml", PrintOptions{ShowOnly: []string{"templates/test-hook.yaml", "templates/multi.yaml"}}},
+	} {
+		want, err := os.ReadFile(filepath.Join("..", "fixtures", "golden", tc.golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := WriteManifests(&out, r, tc.o); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), out.String()); diff != "" {
+			t.Errorf("%s (-helm 4 +helm-inject):\n%s", tc.golden, diff)
+		}
 	}
 }
