@@ -56,6 +56,50 @@ var addedLists = []string{"containers", "initContainers", "volumes"}
 
 func isAddedList(key string) bool { return slices.Contains(addedLists, key) }
 
+// admitted reports an item the API server itself adds to every pod: the
+// ServiceAccount admission plugin's projected token volume,
+// kube-api-access-XXXXX. No release declares it and no upgrade removes
+// it, so it is neither drift nor part of the live side of a diff.
+func admitted(key string, item any) bool {
+	m, _ := item.(map[string]any)
+	return key == "volumes" && strings.HasPrefix(itemName(item), "kube-api-access-") && m["projected"] != nil
+}
+
+// added is the items of a named list that the manifest's list (want)
+// does not have and the cluster added.
+func added(want, got []any, key string) []int {
+	if !isAddedList(key) {
+		return nil
+	}
+	declared := map[string]bool{}
+	for _, item := range want {
+		declared[itemName(item)] = true
+	}
+	var out []int
+	for j, g := range got {
+		if !declared[itemName(g)] && !admitted(key, g) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// missingAddedLists are the added lists (init containers, volumes) that a
+// pod spec of the manifest (want: it has containers) does not set and the
+// live one holds: every item of them is added.
+func missingAddedLists(want, got map[string]any) []string {
+	if !hasKey(want, "containers") {
+		return nil
+	}
+	var out []string
+	for _, k := range addedLists {
+		if items, ok := got[k].([]any); ok && want[k] == nil && named(items) && len(added(nil, items, k)) > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Compare returns where live differs from desired, fields in name order
 // and list items in the manifest's order, with the cause each difference's
 // field managers suggest. Both are
@@ -115,6 +159,9 @@ func (w *walker) compare(want, got any, present bool, path string, fields []stri
 		for _, k := range sortedKeys(wv) {
 			w.compare(wv[k], gv[k], hasKey(gv, k), path+"/"+escape(k), append(fields, "f:"+k), k)
 		}
+		for _, k := range missingAddedLists(wv, gv) {
+			w.compareNamed(nil, gv[k].([]any), path+"/"+escape(k), append(fields, "f:"+k), k)
+		}
 	case []any:
 		gv, ok := got.([]any)
 		if !ok {
@@ -159,13 +206,8 @@ func (w *walker) compareNamed(want, got []any, path string, fields []string, key
 		delete(index, name)
 		w.compare(item, got[j], true, path+"/"+strconv.Itoa(j), itemFields, "")
 	}
-	if !isAddedList(key) {
-		return
-	}
-	for j, g := range got {
-		if _, extra := index[itemName(g)]; extra {
-			w.add(Added, path+"/"+strconv.Itoa(j), append(fields, nameKey(itemName(g))), nil, g)
-		}
+	for _, j := range added(want, got, key) {
+		w.add(Added, path+"/"+strconv.Itoa(j), append(fields, nameKey(itemName(got[j]))), nil, got[j])
 	}
 }
 

@@ -42,6 +42,9 @@ func project(want, got any, present bool, key string) (any, bool) {
 				out[k] = p
 			}
 		}
+		for _, k := range missingAddedLists(wv, gv) {
+			out[k] = projectNamed(nil, gv[k].([]any), k)
+		}
 		return out, true
 	case []any:
 		gv, ok := got.([]any)
@@ -82,12 +85,8 @@ func projectNamed(want, got []any, key string) []any {
 		p, _ := project(item, got[j], true, "")
 		out = append(out, p)
 	}
-	if isAddedList(key) {
-		for _, g := range got {
-			if _, extra := index[itemName(g)]; extra {
-				out = append(out, g)
-			}
-		}
+	for _, j := range added(want, got, key) {
+		out = append(out, got[j])
 	}
 	return out
 }
