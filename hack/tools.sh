@@ -200,6 +200,27 @@ build_goreleaser() {
   stamp goreleaser "$GORELEASER_VERSION"
 }
 
+# The parity corpus's charts (PARITY_CHARTS), copied out of their Go
+# modules: go mod download fetches each module once into the module cache.
+build_charts() {
+  local share="$tools_dir/share/charts"
+  local want
+  want=$(printf '%s' "$PARITY_CHARTS" | sha256sum | cut -c1-16)
+  [[ -f "$share/.version" && "$(cat "$share/.version")" == "$want" ]] && return
+  log "copying the parity corpus's charts out of their modules (a few minutes on a cold module cache)"
+  rm -rf "$share" && mkdir -p "$share"
+  local entry name ref mod folder dir
+  for entry in $PARITY_CHARTS; do
+    name=${entry%%=*} ref=${entry#*=}
+    mod=${ref%%:*} folder=${ref#*:}
+    dir=$(cd "$src" && go mod download -json "$mod" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
+    [[ -f "$dir/$folder/Chart.yaml" ]] || { echo "tools: $mod has no chart in $folder" >&2; exit 1; }
+    cp -r "$dir/$folder" "$share/$name"
+  done
+  chmod -R u+w "$share"
+  printf '%s\n' "$want" >"$share/.version"
+}
+
 # gremlins, for make mutation only.
 build_gremlins() {
   fresh gremlins "$GREMLINS_VERSION" && return
@@ -211,6 +232,7 @@ build_gremlins() {
 build() {
   case "$1" in
     gremlins) build_gremlins ;;
+    charts) build_charts ;;
     goreleaser) build_goreleaser ;;
     helm) build_helm ;;
     kwok) build_kwok ;;
@@ -224,6 +246,6 @@ build() {
   esac
 }
 
-if (($# == 0)); then set -- etcd kubernetes kubectl helm kwok istioctl helmfile helm4 goreleaser; fi
+if (($# == 0)); then set -- etcd kubernetes kubectl helm kwok istioctl helmfile helm4 goreleaser charts; fi
 for t in "$@"; do build "$t"; done
 log "ready in $bin"
