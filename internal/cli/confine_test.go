@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/argocd"
+	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/internal/confine"
 )
 
@@ -417,4 +419,38 @@ func cmpLines(want, got string) string {
 		}
 	}
 	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
+}
+
+// TestInjectorProgramsRelativeToInjectorDir: an injector named by a
+// relative path (./bin/inject) is the program of --injector-dir, where it
+// runs, so that is the program --confine lets execute; a bare name is
+// looked up on PATH; a program that does not exist is left out (it fails
+// as it would unconfined).
+func TestInjectorProgramsRelativeToInjectorDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "bin", "inject")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\ncat \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	onPath := t.TempDir()
+	named := filepath.Join(onPath, "named-injector")
+	if err := os.WriteFile(named, []byte("#!/bin/sh\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", onPath)
+	var d inject.Declared
+	for _, line := range []string{"./bin/inject FILE", "named-injector", "./bin/missing FILE"} {
+		c, err := inject.ParseCommand(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Specs = append(d.Specs, c)
+	}
+	got := injectorPrograms(&d, dir)
+	if want := []string{prog, named}; !slices.Equal(got, want) {
+		t.Errorf("programs = %q, want %q", got, want)
+	}
 }
