@@ -221,3 +221,32 @@ func TestTemplatePrintsWhiteSpaceAsHelm4(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateTrimsALoneManifest: a chart whose one manifest (the first
+// document, before a test hook) ends in blank lines prints it trimmed, as
+// helm 4.3.2's `helm template r . -n ns` printed it (copied below).
+func TestTemplateTrimsALoneManifest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "one")
+	testfs.Write(t, dir, map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: one\nversion: 0.1.0\n",
+		"templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n\n",
+		"templates/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n",
+	})
+	ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Inputs: Inputs{Namespace: "ns"}}).Run(t.Context(), "r", Source{Ref: dir, Chart: ch}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteManifests(&out, r, PrintOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const helm4 = "---\n# Source: one/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n" +
+		"---\n# Source: one/templates/test.yaml\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n\n"
+	if diff := cmp.Diff(helm4, out.String()); diff != "" {
+		t.Errorf("(-helm 4 +helm-inject):\n%s", diff)
+	}
+}
