@@ -320,8 +320,12 @@ func pinDir(cmd *cobra.Command, lib *inject.Library, dir string, refs []*inject.
 			fmt.Fprintf(w, "%s: pinned %s@%s\n", dir, name, now.Version)
 		case was.Version != now.Version:
 			fmt.Fprintf(w, "%s: %s %s -> %s\n", dir, name, was.Version, now.Version)
+		case was.Constraint != now.Constraint:
+			fmt.Fprintf(w, "%s: %s@%s constraint %q -> %q\n", dir, name, now.Version, was.Constraint, now.Constraint)
 		case was == now:
 			continue
+		default:
+			fmt.Fprintf(w, "%s: %s@%s pinned again (its definition's digest)\n", dir, name, now.Version)
 		}
 		changed = true
 	}
