@@ -207,7 +207,7 @@ build_charts() {
   local want
   want=$(printf '%s' "$PARITY_CHARTS" | sha256sum | cut -c1-16)
   [[ -f "$share/.version" && "$(cat "$share/.version")" == "$want" ]] && return
-  log "copying the parity corpus's charts out of their modules (a few minutes on a cold module cache)"
+  log "copying the parity corpus's charts out of their modules (seconds to a minute on an empty module cache)"
   rm -rf "$share" && mkdir -p "$share"
   local entry name ref mod folder dir
   for entry in $PARITY_CHARTS; do
