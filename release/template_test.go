@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,5 +249,46 @@ func TestTemplateTrimsALoneManifest(t *testing.T) {
 		"---\n# Source: one/templates/test.yaml\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n\n"
 	if diff := cmp.Diff(helm4, out.String()); diff != "" {
 		t.Errorf("(-helm 4 +helm-inject):\n%s", diff)
+	}
+}
+
+// TestOutputDirShowOnly: template --output-dir --show-only writes the
+// shown template's file only, with the bytes helm 4.3.2's `helm template
+// ws fixtures/charts/whitespace -n ns --output-dir` wrote into that file
+// (copied below; helm 4 itself answers --show-only with --output-dir by
+// "could not find template" after writing every file).
+func TestOutputDirShowOnly(t *testing.T) {
+	ch, _, err := chartify.Load("../fixtures/charts/whitespace", chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Inputs: Inputs{Namespace: "ns"}}).Run(t.Context(), "ws", Source{Ref: "whitespace", Chart: ch}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteManifestsToDir(dir, r, PrintOptions{ShowOnly: []string{"templates/multi.yaml"}}); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"whitespace/templates/multi.yaml"}, files); diff != "" {
+		t.Errorf("files written (-want +got):\n%s", diff)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "whitespace", "templates", "multi.yaml"))
+	const helm4 = "---\n# Source: whitespace/templates/multi.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: multi\n" +
+		"---\n# Source: whitespace/templates/multi.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: multi\n\n" +
+		"---\n# Source: whitespace/templates/multi.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: multi\nspec:\n  ports: [{port: 80}]\n\n\n" +
+		"---\n# Source: whitespace/templates/multi.yaml\n# only a comment\n\n"
+	if diff := cmp.Diff(helm4, string(got)); diff != "" {
+		t.Errorf("multi.yaml (-helm 4 +helm-inject):\n%s", diff)
 	}
 }
