@@ -94,13 +94,20 @@ func (d Document) IsTestHook() bool {
 // documents compare equal however the stream spaced them. FuzzSplit holds
 // it to Helm's own function.
 func Split(stream string) []string {
-	s := strings.TrimLeftFunc(stream, unicode.IsSpace)
 	var docs []string
-	add := func(d string) {
+	eachDocument(stream, func(d string) {
 		if d = strings.TrimSpace(d); d != "" {
 			docs = append(docs, d)
 		}
-	}
+	})
+	return docs
+}
+
+// eachDocument calls add with the raw text of each document of stream,
+// split at each line that starts with "---" (the separator and the blanks
+// after it left out), as Split and SplitFile both split.
+func eachDocument(stream string, add func(string)) {
+	s := strings.TrimLeftFunc(stream, unicode.IsSpace)
 	start := 0 // where the current document begins
 	if strings.HasPrefix(s, "---") {
 		start = skipBlanks(s, 3)
@@ -116,7 +123,6 @@ func Split(stream string) []string {
 		from = start
 	}
 	add(s[start:])
-	return docs
 }
 
 // Part is one document of a rendered template file: its content without
@@ -132,28 +138,12 @@ type Part struct {
 // stores. (Helm 3 dropped it, but for the last document of a file.)
 func SplitFile(file string) []Part {
 	var parts []Part
-	add := func(d string) {
+	eachDocument(file, func(d string) {
 		d = strings.TrimLeftFunc(d, unicode.IsSpace)
 		if c := strings.TrimRightFunc(d, unicode.IsSpace); c != "" {
 			parts = append(parts, Part{Content: c, Trailer: d[len(c):]})
 		}
-	}
-	s := strings.TrimLeftFunc(file, unicode.IsSpace)
-	start := 0
-	if strings.HasPrefix(s, "---") {
-		start = skipBlanks(s, 3)
-	}
-	for from := start; ; {
-		i := strings.Index(s[from:], "\n---")
-		if i < 0 {
-			break
-		}
-		sep := from + i + 1
-		add(s[start:sep])
-		start = skipBlanks(s, sep+3)
-		from = start
-	}
-	add(s[start:])
+	})
 	return parts
 }
 
