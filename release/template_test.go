@@ -79,14 +79,7 @@ func TestTemplateGolden(t *testing.T) {
 }
 
 func TestTemplateShowOnly(t *testing.T) {
-	ch, _, err := chartify.Load("../fixtures/charts/webapp", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := (&Template{Inputs: Inputs{Namespace: "shop"}}).Run(t.Context(), "demo", Source{Ref: "webapp", Chart: ch}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderTemplate(t, "../fixtures/charts/webapp", "webapp", "demo", "shop")
 	var out bytes.Buffer
 	if err := WriteManifests(&out, r, PrintOptions{ShowOnly: []string{"templates/statefulset.yaml"}}); err != nil {
 		t.Fatal(err)
@@ -94,7 +87,7 @@ func TestTemplateShowOnly(t *testing.T) {
 	if got := strings.Count(out.String(), "# Source: webapp/templates/statefulset.yaml"); got != 2 || strings.Count(out.String(), "# Source:") != 2 {
 		t.Errorf("--show-only templates/statefulset.yaml printed:\n%s", out.String())
 	}
-	err = WriteManifests(&out, r, PrintOptions{ShowOnly: []string{"templates/nope.yaml"}})
+	err := WriteManifests(&out, r, PrintOptions{ShowOnly: []string{"templates/nope.yaml"}})
 	if err == nil || !strings.Contains(err.Error(), "could not find template templates/nope.yaml") {
 		t.Errorf("unknown --show-only template: error = %v", err)
 	}
@@ -104,14 +97,7 @@ func TestTemplateShowOnly(t *testing.T) {
 // manifest as helm's comment, with none of its values; other documents
 // are printed whole.
 func TestTemplateHideSecret(t *testing.T) {
-	ch, _, err := chartify.Load("../fixtures/charts/webapp", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := (&Template{Inputs: Inputs{Namespace: "shop"}}).Run(t.Context(), "demo", Source{Ref: "webapp", Chart: ch}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderTemplate(t, "../fixtures/charts/webapp", "webapp", "demo", "shop")
 	var plain, hidden bytes.Buffer
 	if err := WriteManifests(&plain, r, PrintOptions{}); err != nil {
 		t.Fatal(err)
@@ -193,14 +179,7 @@ func TestWriteManifestsFramesAsHelm4(t *testing.T) {
 // captured from the helm 4 CLI; recapture them from it, never from
 // helm-inject).
 func TestTemplatePrintsWhiteSpaceAsHelm4(t *testing.T) {
-	ch, _, err := chartify.Load("../fixtures/charts/whitespace", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := (&Template{Inputs: Inputs{Namespace: "ns"}}).Run(t.Context(), "ws", Source{Ref: "whitespace", Chart: ch}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderTemplate(t, "../fixtures/charts/whitespace", "whitespace", "ws", "ns")
 	for _, tc := range []struct {
 		golden string
 		o      PrintOptions
@@ -233,14 +212,7 @@ func TestTemplateTrimsALoneManifest(t *testing.T) {
 		"templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n\n\n",
 		"templates/test.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n",
 	})
-	ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := (&Template{Inputs: Inputs{Namespace: "ns"}}).Run(t.Context(), "r", Source{Ref: dir, Chart: ch}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderTemplate(t, dir, dir, "r", "ns")
 	var out bytes.Buffer
 	if err := WriteManifests(&out, r, PrintOptions{}); err != nil {
 		t.Fatal(err)
@@ -258,14 +230,7 @@ func TestTemplateTrimsALoneManifest(t *testing.T) {
 // (copied below; helm 4 itself answers --show-only with --output-dir by
 // "could not find template" after writing every file).
 func TestOutputDirShowOnly(t *testing.T) {
-	ch, _, err := chartify.Load("../fixtures/charts/whitespace", chartify.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := (&Template{Inputs: Inputs{Namespace: "ns"}}).Run(t.Context(), "ws", Source{Ref: "whitespace", Chart: ch}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderTemplate(t, "../fixtures/charts/whitespace", "whitespace", "ws", "ns")
 	dir := t.TempDir()
 	if err := WriteManifestsToDir(dir, r, PrintOptions{ShowOnly: []string{"templates/multi.yaml"}}); err != nil {
 		t.Fatal(err)
@@ -291,4 +256,19 @@ func TestOutputDirShowOnly(t *testing.T) {
 	if diff := cmp.Diff(helm4, string(got)); diff != "" {
 		t.Errorf("multi.yaml (-helm 4 +helm-inject):\n%s", diff)
 	}
+}
+
+// renderTemplate loads the chart in dir and runs template for release
+// name in namespace ns, with no values and no injector.
+func renderTemplate(t *testing.T, dir, ref, name, ns string) *chartify.Rendered {
+	t.Helper()
+	ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Template{Inputs: Inputs{Namespace: ns}}).Run(t.Context(), name, Source{Ref: ref, Chart: ch}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
