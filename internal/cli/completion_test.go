@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // TestCompletionScripts: `helm-inject completion SHELL` writes each shell's
@@ -107,6 +109,30 @@ func TestFlagValueCompletion(t *testing.T) {
 		out, errOut, code := runCLI(t, tt.args...)
 		if code != 0 || !strings.Contains(out, tt.want) {
 			t.Errorf("%v: exit %d, %q %s; want %s offered", tt.args, code, out, errOut, tt.want)
+		}
+	}
+}
+
+// TestWithCompletionDescribesVersions: --with offers NAME with its newest
+// version and NAME@VERSION for each version, newest first, each with the
+// first line of its description; a definition without one gets the
+// version alone, and what is typed so far filters the list.
+func TestWithCompletionDescribesVersions(t *testing.T) {
+	lib := t.TempDir()
+	testfs.Write(t, lib, map[string]string{
+		"tls/1.0.0.yaml":  "name: tls\nversion: 1.0.0\ndescription: |\n  Terminates TLS.\n  Second line.\ntemplate: |\n  containers:\n    - name: tls\n      image: tls:1\n",
+		"tls/1.2.0.yaml":  "name: tls\nversion: 1.2.0\ndescription: |\n  Terminates TLS, with ALPN.\n  More.\ntemplate: |\n  containers:\n    - name: tls\n      image: tls:2\n",
+		"bare/0.1.0.yaml": "name: bare\nversion: 0.1.0\ntemplate: |\n  containers:\n    - name: bare\n      image: bare:1\n",
+	})
+	for typed, want := range map[string]string{
+		"": "bare\t0.1.0 (newest)\nbare@0.1.0\n" +
+			"tls\t1.2.0 (newest): Terminates TLS, with ALPN.\ntls@1.2.0\tTerminates TLS, with ALPN.\ntls@1.0.0\tTerminates TLS.\n",
+		"tls@": "tls@1.2.0\tTerminates TLS, with ALPN.\ntls@1.0.0\tTerminates TLS.\n",
+	} {
+		out, errOut, code := runCLI(t, "__complete", "template", "r", ".", "--injector-library", lib, "--with", typed)
+		want += ":4\n" // cobra's directive line: no file completion
+		if code != 0 || out != want {
+			t.Errorf("--with %q: exit %d, %s\ngot:\n%q\nwant:\n%q", typed, code, errOut, out, want)
 		}
 	}
 }

@@ -163,3 +163,22 @@ func TestTemplateConfineRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestLibraryUsedOnlyWithABuiltIn: the library folder is among the files a
+// confined render may read only when a built-in injector (--with) is
+// given; external injectors alone do not open it.
+func TestLibraryUsedOnlyWithABuiltIn(t *testing.T) {
+	for _, tt := range []struct {
+		items []injectorFlag
+		want  string
+	}{
+		{nil, ""},
+		{[]injectorFlag{{kind: "inject", text: "istioctl kube-inject -f FILE"}, {kind: "injector", text: "linkerd"}}, ""},
+		{[]injectorFlag{{kind: "inject", text: "istioctl kube-inject -f FILE"}, {kind: "with", text: "log-shipper"}}, "/lib"},
+	} {
+		f := &injectFlags{items: tt.items, library: "/lib"}
+		if got := f.libraryUsed(); got != tt.want {
+			t.Errorf("libraryUsed with %v = %q, want %q", tt.items, got, tt.want)
+		}
+	}
+}

@@ -194,6 +194,24 @@ func TestStructuredOutputEscaped(t *testing.T) {
 	}
 }
 
+// TestEscapeJSONBoundaries: the first character past ASCII (U+0080, a C1
+// control) and DEL are escaped, the last ASCII graphic and a no-break
+// space (graphic) are not.
+func TestEscapeJSONBoundaries(t *testing.T) {
+	for in, want := range map[string]string{
+		`"~"`:            `"~"`,
+		"\"\u007f\"":     `"\u007f"`,
+		"\"\u0080\"":     `"\u0080"`,
+		"\"\u009f\"":     `"\u009f"`,
+		"\"a\u00a0b\"":   "\"a\u00a0b\"",
+		"\"\U000e0001\"": `"\udb40\udc01"`, // a format character outside the BMP: a surrogate pair
+	} {
+		if got := string(escapeJSON([]byte(in))); got != want {
+			t.Errorf("escapeJSON(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestErrorsEscaped: an error's text (a flag, a record's object name, a
 // message the cluster sends back) reaches stderr with its control
 // characters escaped, its lines and tabs kept.
