@@ -72,6 +72,10 @@ type Options struct {
 	// --recreate-pods, which helm 4 dropped (see recreatePods).
 	TakeOwnership bool
 	Recreate      bool
+	// WriteConcurrency is how many objects an upgrade writes at once
+	// within one group of helm's order (see parallelWrites); 1 writes one
+	// after the other, as helm does; 0 means DefaultWriteConcurrency.
+	WriteConcurrency int
 }
 
 // waitStrategy is the strategy the SDK is given: always set (helm 4's SDK
@@ -106,7 +110,19 @@ func (o Options) check() error {
 	if o.ForceConflicts && o.ServerSide == "false" {
 		return errors.New("--force-conflicts needs server-side apply; it cannot be used with --server-side=false")
 	}
+	if o.WriteConcurrency < 0 {
+		return fmt.Errorf("--write-concurrency %d: must be 1 or more", o.WriteConcurrency)
+	}
 	return nil
+}
+
+// writingWith puts the parallel writes of o.WriteConcurrency in front of
+// cfg's kube client for one install or upgrade; the returned function
+// puts Helm's client back.
+func (o Options) writingWith(cfg *action.Configuration) (restore func()) {
+	kc := cfg.KubeClient
+	cfg.KubeClient = withParallelWrites(kc, cmp.Or(o.WriteConcurrency, DefaultWriteConcurrency))
+	return func() { cfg.KubeClient = kc }
 }
 
 // NewApply returns an Apply bound to a Helm configuration.
@@ -181,9 +197,10 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 	// with --keep-history) is replaced, as `helm upgrade --install` does.
 	inst.Replace = p.last != nil
 	a.cfg.Releases.MaxHistory = a.MaxHistory
-	stop := a.watch(ctx, p)
+	stop, restore := a.watch(ctx, p), a.writingWith(a.cfg)
 	out, err := inst.RunWithContext(ctx, p.chart, vals)
 	stop()
+	restore()
 	rel, relErr := V1Release(out)
 	if relErr != nil {
 		return nil, fmt.Errorf("release %q: install: %w", name, relErr)
@@ -223,9 +240,10 @@ func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[stri
 	case ValuesResetThenReuse:
 		up.ResetThenReuseValues = true
 	}
-	stop := a.watch(ctx, p)
+	stop, restore := a.watch(ctx, p), a.writingWith(a.cfg)
 	out, err := up.RunWithContext(ctx, name, p.chart, vals)
 	stop()
+	restore()
 	rel, relErr := V1Release(out)
 	if relErr != nil {
 		return nil, fmt.Errorf("release %q: upgrade: %w", name, relErr)

@@ -35,7 +35,10 @@ func NewConfiguration(settings *cli.EnvSettings, namespace string, log slog.Hand
 	// harmless.
 	kube.ManagedFieldsManager = FieldManager
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(log))
-	if err := cfg.Init(settings.RESTClientGetter(), namespace, os.Getenv("HELM_DRIVER")); err != nil {
+	// One view of the cluster for everything this configuration builds
+	// (see clusterview.go), where helm's settings would load the kubeconfig
+	// and read the discovery cache again for every object.
+	if err := cfg.Init(newClusterView(settings.RESTClientGetter()), namespace, os.Getenv("HELM_DRIVER")); err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
 	return cfg, nil

@@ -159,3 +159,37 @@ func TestNewConfiguration(t *testing.T) {
 		t.Errorf("a missing --kubeconfig: %v", err)
 	}
 }
+
+// TestNewConfigurationSharesOneClusterView: the configuration and the kube
+// client Helm builds in it read the kubeconfig once: a kubeconfig changed
+// on disk afterwards is not read again by the client of an object (the
+// client helm's settings would give loads it anew for each).
+func TestNewConfigurationSharesOneClusterView(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	write := func(server string) {
+		t.Helper()
+		if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""+server+"\"}}]\ncontexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("https://127.0.0.1:1")
+	t.Setenv("HELM_DRIVER", "memory")
+	s := cli.New()
+	s.KubeConfig = kubeconfig
+	cfg, err := NewConfiguration(s, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := cfg.RESTClientGetter.ToRESTConfig(); err != nil || rc.Host != "https://127.0.0.1:1" {
+		t.Fatalf("the configuration's REST config: %v, %v", rc, err)
+	}
+	write("https://127.0.0.1:2")
+	kc, ok := cfg.KubeClient.(*kube.Client)
+	if !ok {
+		t.Fatalf("KubeClient is %T", cfg.KubeClient)
+	}
+	rc, err := kc.Factory.ToRESTConfig()
+	if err != nil || rc.Host != "https://127.0.0.1:1" {
+		t.Errorf("the kube client's REST config after the kubeconfig changed: %v, %v; want the one loaded first (https://127.0.0.1:1)", rc, err)
+	}
+}

@@ -91,6 +91,10 @@ type options struct {
 	only []string
 	// hfWorkloads is the chart size of the helmfile comparison.
 	hfWorkloads int
+	// profiles, when set, is a folder that gets a CPU profile of every
+	// measured run of helm-inject and of the helm CLIs (each reads a
+	// variable naming the file), named METHOD-N-rROUND.prof.
+	profiles string
 }
 
 func run(ctx context.Context) error {
@@ -102,6 +106,7 @@ func run(ctx context.Context) error {
 	only := flag.String("methods", "", "comma-separated method keys to measure (for example helm-template,hi-template-builtin); implies -write=false")
 	hfReleases := flag.String("helmfile", "", "run the helmfile comparison instead, for these release counts (for example 10,30)")
 	flag.IntVar(&o.hfWorkloads, "hf-workloads", 100, "with -helmfile: workloads in each release's chart")
+	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of every measured helm-inject and helm run into this folder (METHOD-N-rROUND.prof; read with go tool pprof)")
 	flag.Parse()
 	if *only != "" {
 		o.only, o.write = strings.Split(*only, ","), false
@@ -338,7 +343,7 @@ func (b *bench) measure() (results, error) {
 			for i := range ms {
 				m := ms[(i+r)%len(ms)] // a different order every round
 				count := filepath.Join(b.work, fmt.Sprintf("count-%s-%d-%d", m.key, n, r))
-				if err := b.sampleRun(res, m.key, n, r, m.args(n, r, chart, count), nil, count); err != nil {
+				if err := b.sampleRun(res, m.key, n, r, m.args(n, r, chart, count), b.profileEnv(m.key, n, r), count); err != nil {
 					return nil, fmt.Errorf("%s, N=%d: %w", m.label, n, err)
 				}
 			}
@@ -346,6 +351,17 @@ func (b *bench) measure() (results, error) {
 		}
 	}
 	return res, nil
+}
+
+// profileEnv asks helm-inject (HELM_INJECT_PPROF_CPU_PROFILE) and the helm
+// CLIs (HELM_PPROF_CPU_PROFILE, helm 3's and helm 4's) for a CPU profile of
+// a measured run. Nothing with -profiles unset or in the warm-up round.
+func (b *bench) profileEnv(key string, n, r int) []string {
+	if b.o.profiles == "" || r == 0 {
+		return nil
+	}
+	path := filepath.Join(b.o.profiles, fmt.Sprintf("%s-%d-r%d.prof", key, n, r))
+	return []string{"HELM_INJECT_PPROF_CPU_PROFILE=" + path, "HELM_PPROF_CPU_PROFILE=" + path}
 }
 
 // sampleRun runs argv once (with env added to the bench's environment),

@@ -69,6 +69,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.opts.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
 	f.BoolVar(&a.opts.DisableOpenAPIValidation, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
 	f.BoolVar(&a.opts.TakeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
+	f.IntVar(&a.opts.WriteConcurrency, "write-concurrency", release.DefaultWriteConcurrency, "how many objects an upgrade writes at once within each group of helm's install order (1: one after the other, as helm); at most HELM_BURST_LIMIT")
 	f.StringToStringVarP(&a.inputs.Labels, "labels", "l", nil, "labels added to the release metadata, merged with the last revision's (a label set to null is removed)")
 	f.BoolVar(&a.hideNotes, "hide-notes", false, "do not print the notes (they are still stored in the release)")
 	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
@@ -185,10 +186,18 @@ func (a *applyFlags) newApply(l *loaded) (*release.Apply, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", l.name, err)
 	}
+	if a.opts.WriteConcurrency < 1 {
+		return nil, fmt.Errorf("release %q: --write-concurrency %d: must be 1 or more", l.name, a.opts.WriteConcurrency)
+	}
 	ap := release.NewApply(l.cfg)
 	ap.Inputs = l.inputs
 	ap.Render = rf
 	ap.Options = a.opts
+	// The client's burst (HELM_BURST_LIMIT, helm's --burst-limit) bounds
+	// the requests in flight too.
+	if b := l.settings.BurstLimit; b > 0 && ap.WriteConcurrency > b {
+		ap.WriteConcurrency = b
+	}
 	ap.DryRun = a.dryRun()
 	// helm-x's --adopt takes ownership as --take-ownership does.
 	ap.TakeOwnership = a.opts.TakeOwnership || len(a.adopt) > 0

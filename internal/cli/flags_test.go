@@ -114,7 +114,7 @@ type applyFlagCase struct {
 // release.Apply upgrade builds from them (TestFlagParity counts a flag
 // whose want differs from the defaults as one whose effect is shown).
 func applyFlagCases() (release.Apply, []applyFlagCase) {
-	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Options: release.Options{Timeout: 5 * time.Minute, MaxHistory: 10}}
+	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Options: release.Options{Timeout: 5 * time.Minute, MaxHistory: 10, WriteConcurrency: release.DefaultWriteConcurrency}}
 	with := func(f func(*release.Apply)) release.Apply { a := defaults; f(&a); return a }
 	return defaults, []applyFlagCase{
 		{nil, defaults},
@@ -150,6 +150,8 @@ func applyFlagCases() (release.Apply, []applyFlagCase) {
 		{[]string{"--server-side"}, with(func(a *release.Apply) { a.ServerSide = "true" })},
 		{[]string{"--server-side=false"}, with(func(a *release.Apply) { a.ServerSide = "false" })},
 		{[]string{"--server-side=auto"}, with(func(a *release.Apply) { a.ServerSide = "auto" })},
+		{[]string{"--write-concurrency", "4"}, with(func(a *release.Apply) { a.WriteConcurrency = 4 })},
+		{[]string{"--write-concurrency", "1"}, with(func(a *release.Apply) { a.WriteConcurrency = 1 })},
 		{[]string{"--cleanup-on-fail"}, with(func(a *release.Apply) { a.CleanupOnFail = true })},
 		{[]string{"--disable-openapi-validation"}, with(func(a *release.Apply) { a.DisableOpenAPIValidation = true })},
 		{[]string{"--reconcile", "never"}, with(func(a *release.Apply) { a.Reconcile = inject.ReconcileNever })},
@@ -402,5 +404,25 @@ func TestFlagValueDefaults(t *testing.T) {
 	}
 	if err := s.Set("false"); err != nil || s.String() != "false" {
 		t.Errorf("--server-side=false: %s, %v", s.String(), err)
+	}
+}
+
+// TestWriteConcurrencyBounds: --write-concurrency below 1 is refused naming
+// the release; above the client's burst (HELM_BURST_LIMIT) it is that burst.
+func TestWriteConcurrencyBounds(t *testing.T) {
+	cmd, a := applyCommand(cli.New())
+	l := parsed(t, cmd, &a.releaseInputs, "--write-concurrency", "0")
+	if _, err := a.newApply(l); err == nil || err.Error() != `release "web": --write-concurrency 0: must be 1 or more` {
+		t.Errorf("--write-concurrency 0: %v", err)
+	}
+	t.Setenv("HELM_BURST_LIMIT", "8")
+	cmd, a = applyCommand(cli.New())
+	l = parsed(t, cmd, &a.releaseInputs, "--write-concurrency", "50")
+	ap, err := a.newApply(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap.WriteConcurrency != 8 {
+		t.Errorf("--write-concurrency 50 with HELM_BURST_LIMIT=8: %d, want 8", ap.WriteConcurrency)
 	}
 }

@@ -1,0 +1,128 @@
+package release
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/rest"
+	kubetesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var _ genericclioptions.RESTClientGetter = (*countingGetter)(nil)
+
+// countingGetter counts how often each part of the cluster's view is
+// built, as helm's settings build it again on every call.
+type countingGetter struct {
+	mu                            sync.Mutex
+	configs, discoveries, loaders int
+	resources                     []*metav1.APIResourceList
+	// reads counts the discovery client's answers of every group and
+	// resource: what a new mapper reads (from the disk cache, in a real
+	// cluster) before its first mapping.
+	reads int
+}
+
+// countingDiscovery counts what a mapper reads.
+type countingDiscovery struct {
+	discovery.CachedDiscoveryInterface
+	g *countingGetter
+}
+
+func (d countingDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	d.g.mu.Lock()
+	d.g.reads++
+	d.g.mu.Unlock()
+	return d.CachedDiscoveryInterface.ServerGroupsAndResources()
+}
+
+func (g *countingGetter) ToRESTConfig() (*rest.Config, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.configs++
+	return &rest.Config{Host: "https://127.0.0.1:6443", QPS: 50, Burst: 100}, nil
+}
+
+func (g *countingGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.discoveries++
+	fake := &fakediscovery.FakeDiscovery{Fake: &kubetesting.Fake{Resources: g.resources}}
+	return countingDiscovery{memory.NewMemCacheClient(fake), g}, nil
+}
+
+func (g *countingGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	return nil, errors.New("the view builds its mapper over its own discovery client")
+}
+
+func (g *countingGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.loaders++
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), nil)
+}
+
+// TestClusterViewBuildsEachPartOnce: however many clients ask, concurrently,
+// the kubeconfig is loaded once and discovery is built once; each caller
+// gets its own copy of the REST config; the mapper is one, over that
+// discovery client, and maps the cluster's kinds.
+func TestClusterViewBuildsEachPartOnce(t *testing.T) {
+	base := &countingGetter{resources: []*metav1.APIResourceList{{
+		GroupVersion: "apps/v1",
+		APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: []string{"get"}}},
+	}}}
+	v := newClusterView(base)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := v.ToRESTConfig(); err != nil {
+				t.Error(err)
+			}
+			if _, err := v.ToRESTMapper(); err != nil {
+				t.Error(err)
+			}
+			if _, err := v.ToDiscoveryClient(); err != nil {
+				t.Error(err)
+			}
+			v.ToRawKubeConfigLoader()
+		})
+	}
+	wg.Wait()
+	if base.configs != 1 || base.discoveries != 1 || base.loaders != 1 {
+		t.Errorf("built: %d configs, %d discovery clients, %d loaders; want 1 of each", base.configs, base.discoveries, base.loaders)
+	}
+
+	a, _ := v.ToRESTConfig()
+	a.GroupVersion = &schema.GroupVersion{Group: "apps", Version: "v1"}
+	a.Host = "changed"
+	b, _ := v.ToRESTConfig()
+	if b.Host != "https://127.0.0.1:6443" || b.GroupVersion != nil || b.QPS != 50 || b.Burst != 100 {
+		t.Errorf("a caller's change reached the next caller's config: %+v", b)
+	}
+
+	// Each object helm builds asks for the mapper; the cluster's kinds
+	// are read once.
+	for range 3 {
+		m, err := v.ToRESTMapper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapping, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1")
+		if err != nil || mapping.Resource.Resource != "deployments" {
+			t.Errorf("mapping apps/v1 Deployment: %v, %v", mapping, err)
+		}
+	}
+	if base.reads != 1 {
+		t.Errorf("discovery read %d times for three mappings, want once", base.reads)
+	}
+}
