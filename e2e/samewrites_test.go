@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/helm-inject/helm-inject/internal/benchchart"
+)
+
+// TestApplyWritesWhatHelm4Writes: an install and an upgrade by
+// helm-inject apply (one cluster view, parallel writes) leave the cluster
+// as helm 4's own `upgrade --install` leaves it: the same stored manifest,
+// and every object of the release with the same content and the same
+// managed fields (manager, operation, API version and fields), on the
+// benchmark chart and on the e2e suite's charts. The two releases share a
+// name and live in two namespaces; the namespaces' names are the only
+// difference allowed.
+func TestApplyWritesWhatHelm4Writes(t *testing.T) {
+	bench := filepath.Join(t.TempDir(), "bench")
+	if err := benchchart.Write(bench, 30); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(disc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	fixtures := filepath.Join(repoRoot(t), "fixtures", "charts")
+	h4 := command{}
+	for _, c := range []struct {
+		name, chart string
+		first, then []string
+	}{
+		{"bench", bench, []string{"--set", "level=r1"}, []string{"--set", "level=r2", "--set", "replicas=2"}},
+		{"api", filepath.Join(fixtures, "api"), nil, []string{"--set", "logLevel=debug"}},
+		{"webapp", filepath.Join(fixtures, "webapp"), nil, []string{"--set", "replicas=3", "--set", "cache.enabled=false"}},
+		{"whitespace", filepath.Join(fixtures, "whitespace"), nil, []string{"--set", "unused=1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nsHelm, nsInject := namespace(t), namespace(t)
+			for _, step := range [][]string{c.first, c.then} {
+				h4.mustRun(t, helm4Bin(t), append([]string{"upgrade", "--install", "same", c.chart, "-n", nsHelm, "--no-hooks"}, step...)...)
+				mustHelmInject(t, append([]string{"apply", "same", c.chart, "-n", nsInject, "--no-hooks"}, step...)...)
+			}
+			want := h4.mustRun(t, helm4Bin(t), "get", "manifest", "same", "-n", nsHelm).stdout
+			got := h4.mustRun(t, helm4Bin(t), "get", "manifest", "same", "-n", nsInject).stdout
+			if strings.ReplaceAll(got, nsInject, "NS") != strings.ReplaceAll(want, nsHelm, "NS") {
+				t.Errorf("stored manifests differ:\n%s", firstDifference(strings.ReplaceAll(want, nsHelm, "NS"), strings.ReplaceAll(got, nsInject, "NS")))
+			}
+			objs := objectsOf(t, want)
+			if len(objs) == 0 {
+				t.Fatal("the release has no objects: the case tests nothing")
+			}
+			for _, key := range slices.Sorted(maps.Keys(objs)) {
+				o := unstructured.Unstructured{Object: objs[key]}
+				m, err := mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				live := func(ns string) string {
+					t.Helper()
+					r := dc.Resource(m.Resource).Namespace(ns)
+					if m.Scope.Name() != "namespace" {
+						r = dc.Resource(m.Resource)
+					}
+					obj, err := r.Get(t.Context(), o.GetName(), metav1.GetOptions{})
+					if err != nil {
+						t.Fatalf("%s in %s: %v", key, ns, err)
+					}
+					return normalizedObject(t, obj, m.Resource, ns)
+				}
+				if w, g := live(nsHelm), live(nsInject); w != g {
+					t.Errorf("%s after helm 4's upgrade and after helm-inject's apply:\n%s", key, firstDifference(w, g))
+				}
+			}
+		})
+	}
+}
+
+// normalizedObject is obj as JSON without what the API server and the
+// suite's controllers write (uid and where it is copied, resource version,
+// times, status and its managers, a Service's cluster IPs), and with its
+// namespace's name replaced by NS: what helm's writes decide.
+func normalizedObject(t *testing.T, obj *unstructured.Unstructured, gvr schema.GroupVersionResource, ns string) string {
+	t.Helper()
+	o := obj.DeepCopy().Object
+	uid := string(obj.GetUID())
+	md := o["metadata"].(map[string]any)
+	for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "generation"} {
+		delete(md, k)
+	}
+	delete(o, "status")
+	// The deployment controller's revision, written when it gets to it.
+	if a, ok := md["annotations"].(map[string]any); ok {
+		delete(a, "deployment.kubernetes.io/revision")
+	}
+	if mf, ok := md["managedFields"].([]any); ok {
+		var helms []any
+		for _, e := range mf {
+			entry := e.(map[string]any)
+			if entry["manager"] == "helm" {
+				delete(entry, "time")
+				helms = append(helms, entry)
+			}
+		}
+		md["managedFields"] = helms
+	}
+	if gvr.Resource == "services" {
+		if spec, ok := o["spec"].(map[string]any); ok && spec["clusterIP"] != "None" {
+			delete(spec, "clusterIP")
+			delete(spec, "clusterIPs")
+		}
+	}
+	b, err := json.MarshalIndent(o, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := strings.ReplaceAll(strings.ReplaceAll(string(b), ns, "NS"), uid, "UID")
+	// The API server's service account token volume of a pod: a random name.
+	return tokenVolume.ReplaceAllString(out, "kube-api-access-XXXXX")
+}
+
+var tokenVolume = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
