@@ -91,6 +91,8 @@ type options struct {
 	only []string
 	// hfWorkloads is the chart size of the helmfile comparison.
 	hfWorkloads int
+	// delay is the delay proxy's latency each way.
+	delay time.Duration
 	// profiles, when set, is a folder that gets a CPU profile of every
 	// measured run of helm-inject and of the helm CLIs (each reads a
 	// variable naming the file), named METHOD-N-rROUND.prof.
@@ -106,6 +108,7 @@ func run(ctx context.Context) error {
 	only := flag.String("methods", "", "comma-separated method keys to measure (for example helm-template,hi-template-builtin); implies -write=false")
 	hfReleases := flag.String("helmfile", "", "run the helmfile comparison instead, for these release counts (for example 10,30)")
 	flag.IntVar(&o.hfWorkloads, "hf-workloads", 100, "with -helmfile: workloads in each release's chart")
+	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "the delay proxy's latency each way for the delayed methods (0: leave them out)")
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of every measured helm-inject and helm run into this folder (METHOD-N-rROUND.prof; read with go tool pprof)")
 	flag.Parse()
 	if *only != "" {
@@ -171,6 +174,21 @@ func run(ctx context.Context) error {
 		helm: filepath.Join(tools, "helm"), helm4: filepath.Join(filepath.Dir(tools), "helm4", "helm"), helmInject: filepath.Join(bin, "helm-inject"),
 		injector: filepath.Join(bin, "sidecar-injector"), self: self,
 		environ: append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")), env.Environ()...),
+	}
+	if o.delay > 0 {
+		target, err := apiServerAddress(env.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		addr, err := startDelayProxy(ctx, target, o.delay)
+		if err != nil {
+			return err
+		}
+		kc, err := delayedKubeconfig(env.Kubeconfig, addr, work)
+		if err != nil {
+			return err
+		}
+		b.delayed = []string{"KUBECONFIG=" + kc}
 	}
 	if *hfReleases != "" {
 		return b.runHelmfile(*hfReleases)
@@ -240,6 +258,9 @@ type bench struct {
 	// helm4 is the helm 4 CLI under the file name helm (hack/tools.sh).
 	helm4   string
 	environ []string
+	// delayed is the environment of the methods that reach the API
+	// server through the delay proxy (-delay); nil without it.
+	delayed []string
 }
 
 // method is one way of getting injected manifests (or an injected release).
@@ -248,6 +269,8 @@ type method struct {
 	// install methods write a release; they are compared with plain helm
 	// upgrade --install, the others with helm template.
 	install bool
+	// delayed methods reach the API server through the delay proxy.
+	delayed bool
 	// args returns the command line for size n in round r; count is the
 	// injector's count file.
 	args func(n, r int, chart, count string) []string
@@ -293,6 +316,9 @@ func (b *bench) methods() []method {
 		{key: "hi-template-logshipper", label: "helm-inject template, built-in log-shipper", args: func(n, r int, chart, count string) []string {
 			return append([]string{b.helmInject, "template", "bench", chart}, logShipper...)
 		}},
+		{key: "helm4-template", label: "helm 4 template (CLI)", args: func(n, r int, chart, count string) []string {
+			return []string{b.helm4, "template", "bench", chart}
+		}},
 		{key: "helm-upgrade", label: "helm upgrade --install", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helm, "upgrade", "--install", "plain", chart}, ns(n), set(r))
 		}},
@@ -309,9 +335,28 @@ func (b *bench) methods() []method {
 		{key: "hi-apply-builtin", label: "helm-inject apply, built-in", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "builtin", chart}, builtin, ns(n), set(r))
 		}},
+		// The same values every round: helm 4 makes a revision anyway,
+		// helm-inject finds nothing changed.
+		{key: "helm4-upgrade-same", label: "helm 4 upgrade --install, nothing changed", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helm4, "upgrade", "--install", "same4", chart}, ns(n))
+		}},
+		{key: "hi-apply-builtin-same", label: "helm-inject apply, built-in, nothing changed", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helmInject, "apply", "builtin-same", chart}, builtin, ns(n))
+		}},
 		{key: "hi-apply-builtin-csa", label: "helm-inject apply, built-in, --server-side=false", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "builtin-csa", chart, "--server-side=false"}, builtin, ns(n), set(r))
 		}},
+	}
+	if b.delayed != nil {
+		ms := fmt.Sprintf("%v", b.o.delay)
+		all = append(all,
+			method{key: "helm4-upgrade-delayed", label: "helm 4 upgrade --install, " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helm4, "upgrade", "--install", "plain4-delayed", chart}, ns(n), set(r))
+			}},
+			method{key: "hi-apply-builtin-delayed", label: "helm-inject apply, built-in, " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helmInject, "apply", "builtin-delayed", chart}, builtin, ns(n), set(r))
+			}},
+		)
 	}
 	if len(b.o.only) == 0 {
 		return all
@@ -343,7 +388,11 @@ func (b *bench) measure() (results, error) {
 			for i := range ms {
 				m := ms[(i+r)%len(ms)] // a different order every round
 				count := filepath.Join(b.work, fmt.Sprintf("count-%s-%d-%d", m.key, n, r))
-				if err := b.sampleRun(res, m.key, n, r, m.args(n, r, chart, count), b.profileEnv(m.key, n, r), count); err != nil {
+				env := b.profileEnv(m.key, n, r)
+				if m.delayed {
+					env = append(env, b.delayed...)
+				}
+				if err := b.sampleRun(res, m.key, n, r, m.args(n, r, chart, count), env, count); err != nil {
 					return nil, fmt.Errorf("%s, N=%d: %w", m.label, n, err)
 				}
 			}
@@ -506,6 +555,10 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		f := func(s sample) float64 { return float64(s.RSSKB) }
 		return res.of(a, top, f) / res.of(c, top, f)
 	}
+	cpu := func(a, c string) float64 {
+		f := func(s sample) float64 { return s.CPU.Seconds() }
+		return res.of(a, top, f) / res.of(c, top, f)
+	}
 	fmt.Fprintf(w, "### Targets at N = %d\n\n", top)
 	fmt.Fprintln(w, "| target | measured | met |")
 	fmt.Fprintln(w, "|---|---:|---|")
@@ -513,33 +566,44 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 	// injector is often the injector itself: for peak RSS each method is
 	// compared with the helm CLI doing the same job with the same injector.
 	targets := []struct {
-		name    string
-		of, per string
-		rss     bool
-		limit   float64 // a ratio at most this, or at least -limit; 0: reference only
+		name     string
+		of, per  string
+		rss, cpu bool
+		limit    float64 // a ratio at most this, or at least -limit; 0: reference only
 	}{
-		{"template, built-in ≤ 0.8x helm template", "hi-template-builtin", "helm-template", false, 0.8},
-		{"chartify ≥ 10x template, built-in", "chartify", "hi-template-builtin", false, -10},
-		{"chartify ≥ 5x template, external", "chartify", "hi-template-ext", false, -5},
-		{"template, external ≤ 1.1x helm template \\| injector", "hi-template-ext", "helm-template-pipe", false, 1.1},
-		{"apply, built-in ≤ 1.05x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", false, 1.05},
-		{"apply, external ≤ 1.10x helm upgrade --install", "hi-apply-ext", "helm-upgrade", false, 1.10},
-		{"(reference) --post-renderer vs helm upgrade --install", "helm-postrender", "helm-upgrade", false, 0},
-		{"(reference) helm 4 upgrade --install vs helm upgrade --install", "helm4-upgrade", "helm-upgrade", false, 0},
-		{"(reference) apply, built-in vs helm 4 upgrade --install", "hi-apply-builtin", "helm4-upgrade", false, 0},
-		{"(reference) apply, built-in, --server-side=false vs helm upgrade --install", "hi-apply-builtin-csa", "helm-upgrade", false, 0},
-		{"peak RSS of template, built-in ≤ 1.5x helm template", "hi-template-builtin", "helm-template", true, 1.5},
-		{"peak RSS of template, external ≤ 1.5x helm template \\| injector", "hi-template-ext", "helm-template-pipe", true, 1.5},
-		{"peak RSS of apply, built-in ≤ 1.5x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", true, 1.5},
-		{"peak RSS of apply, external ≤ 1.5x helm upgrade --install --post-renderer injector", "hi-apply-ext", "helm-postrender", true, 1.5},
+		// Issue 41's, against the helm 4 CLI.
+		{name: "template, built-in ≤ 0.6x helm 4 template", of: "hi-template-builtin", per: "helm4-template", limit: 0.6},
+		{name: "CPU of template, built-in ≤ 0.6x helm 4 template", of: "hi-template-builtin", per: "helm4-template", cpu: true, limit: 0.6},
+		{name: "apply, built-in ≤ 0.8x helm 4 upgrade --install", of: "hi-apply-builtin", per: "helm4-upgrade", limit: 0.8},
+		{name: "CPU of apply, built-in ≤ 0.6x helm 4 upgrade --install", of: "hi-apply-builtin", per: "helm4-upgrade", cpu: true, limit: 0.6},
+		{name: "apply, built-in ≤ 0.5x helm 4 upgrade --install, through the delay proxy", of: "hi-apply-builtin-delayed", per: "helm4-upgrade-delayed", limit: 0.5},
+		{name: "apply with nothing changed ≤ 0.5x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", limit: 0.5},
+		{name: "CPU of apply with nothing changed ≤ 0.5x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", cpu: true, limit: 0.5},
+		{"template, built-in ≤ 0.8x helm template", "hi-template-builtin", "helm-template", false, false, 0.8},
+		{"chartify ≥ 10x template, built-in", "chartify", "hi-template-builtin", false, false, -10},
+		{"chartify ≥ 5x template, external", "chartify", "hi-template-ext", false, false, -5},
+		{"template, external ≤ 1.1x helm template \\| injector", "hi-template-ext", "helm-template-pipe", false, false, 1.1},
+		{"apply, built-in ≤ 1.05x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", false, false, 1.05},
+		{"apply, external ≤ 1.10x helm upgrade --install", "hi-apply-ext", "helm-upgrade", false, false, 1.10},
+		{"(reference) --post-renderer vs helm upgrade --install", "helm-postrender", "helm-upgrade", false, false, 0},
+		{"(reference) helm 4 upgrade --install vs helm upgrade --install", "helm4-upgrade", "helm-upgrade", false, false, 0},
+		{"(reference) apply, built-in vs helm 4 upgrade --install", "hi-apply-builtin", "helm4-upgrade", false, false, 0},
+		{"(reference) apply, built-in, --server-side=false vs helm upgrade --install", "hi-apply-builtin-csa", "helm-upgrade", false, false, 0},
+		{"peak RSS of template, built-in ≤ 1.5x helm template", "hi-template-builtin", "helm-template", true, false, 1.5},
+		{"peak RSS of template, external ≤ 1.5x helm template \\| injector", "hi-template-ext", "helm-template-pipe", true, false, 1.5},
+		{"peak RSS of apply, built-in ≤ 1.5x helm upgrade --install", "hi-apply-builtin", "helm-upgrade", true, false, 1.5},
+		{"peak RSS of apply, external ≤ 1.5x helm upgrade --install --post-renderer injector", "hi-apply-ext", "helm-postrender", true, false, 1.5},
 	}
 	for _, t := range targets {
 		if res[t.of] == nil || res[t.per] == nil {
 			continue // a partial run (-methods)
 		}
 		v := ratio(t.of, t.per)
-		if t.rss {
+		switch {
+		case t.rss:
 			v = rss(t.of, t.per)
+		case t.cpu:
+			v = cpu(t.of, t.per)
 		}
 		mark := "yes"
 		if (t.limit > 0 && v > t.limit) || (t.limit < 0 && v < -t.limit) {
