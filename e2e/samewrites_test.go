@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/helm-inject/helm-inject/internal/benchchart"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
 // TestApplyWritesWhatHelm4Writes: an install and an upgrade by
@@ -141,3 +142,27 @@ func normalizedObject(t *testing.T, obj *unstructured.Unstructured, gvr schema.G
 }
 
 var tokenVolume = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
+
+// TestApplyRefusesUnknownFieldsAsHelm4: on an API server that validates
+// fields itself (1.27 and newer, where apply keeps no client-side
+// validator), an object with a field its schema does not have is refused
+// by the server's strict validation, for apply as for helm 4, with the
+// same message, and nothing is created.
+func TestApplyRefusesUnknownFieldsAsHelm4(t *testing.T) {
+	chart := t.TempDir()
+	testfs.Write(t, chart, map[string]string{
+		"Chart.yaml":         "apiVersion: v2\nname: badf\nversion: 0.1.0\n",
+		"templates/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: badf-a\nbogusField: 1\ndata:\n  a: b\n",
+		"templates/cm2.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: badf-b\ndata:\n  a: b\n",
+	})
+	ns := namespace(t)
+	h4 := command{}.run(t, helm4Bin(t), "upgrade", "--install", "badf", chart, "-n", ns)
+	hi := helmInject(t, "apply", "badf", chart, "-n", ns)
+	if h4.code == 0 || hi.code == 0 {
+		t.Fatalf("an unknown field accepted:\nhelm 4: %s\nhelm-inject: %s", h4, hi)
+	}
+	const server = `.bogusField: field not declared in schema`
+	if !strings.Contains(h4.stderr, server) || !strings.Contains(hi.stderr, server) {
+		t.Errorf("want the server's %q from both:\nhelm 4: %s\nhelm-inject: %s", server, h4.stderr, hi.stderr)
+	}
+}

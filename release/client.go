@@ -41,5 +41,8 @@ func NewConfiguration(settings *cli.EnvSettings, namespace string, log slog.Hand
 	if err := cfg.Init(newClusterView(settings.RESTClientGetter()), namespace, os.Getenv("HELM_DRIVER")); err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes: %w", err)
 	}
+	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
+		kc.Factory = &sharedValidators{Factory: kc.Factory}
+	}
 	return cfg, nil
 }

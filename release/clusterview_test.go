@@ -2,7 +2,14 @@ package release
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
+
+	"helm.sh/helm/v4/pkg/kube"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/validation"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -124,5 +131,80 @@ func TestClusterViewBuildsEachPartOnce(t *testing.T) {
 	}
 	if base.reads != 1 {
 		t.Errorf("discovery read %d times for three mappings, want once", base.reads)
+	}
+}
+
+// countingFactory is a kube.Factory whose API server answers /version
+// with gitVersion, and which counts the validators it builds.
+type countingFactory struct {
+	kube.Factory
+	host       string
+	validators int
+}
+
+func (f *countingFactory) KubernetesClientSet() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(&rest.Config{Host: f.host})
+}
+
+func (f *countingFactory) Validator(string) (validation.Schema, error) {
+	f.validators++
+	return refuseAll{}, nil
+}
+
+// refuseAll is a client-side schema that refuses every object.
+type refuseAll struct{}
+
+func (refuseAll) ValidateBytes([]byte) error { return errors.New("refused by the client-side schema") }
+
+// TestSharedValidators: on an API server of 1.27 or newer, which validates
+// every kind's fields itself, no client-side validator is built (no
+// OpenAPI document is fetched) and objects are left to the server; on an
+// older one, or one whose version cannot be read, the factory's validator
+// is used, built once per directive for the process.
+func TestSharedValidators(t *testing.T) {
+	obj := []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "bogus": 1}`)
+	for _, tt := range []struct {
+		gitVersion     string
+		wantValidators int
+	}{
+		{"v1.31.0", 0},
+		{"v1.27.0", 0},
+		{"v2.0.0", 0},
+		{"v1.26.15", 1},
+		{"", 1}, // no version: the factory's validator
+	} {
+		t.Run(tt.gitVersion, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.gitVersion == "" {
+					http.Error(w, "no", http.StatusInternalServerError)
+					return
+				}
+				fmt.Fprintf(w, `{"major": "1", "minor": "x", "gitVersion": %q}`, tt.gitVersion)
+			}))
+			defer srv.Close()
+			base := &countingFactory{host: srv.URL}
+			f := &sharedValidators{Factory: base}
+			for range 3 {
+				s, err := f.Validator(metav1.FieldValidationStrict)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = s.ValidateBytes(obj)
+				if tt.wantValidators == 0 && err != nil {
+					t.Errorf("validated client-side on a server that validates itself: %v", err)
+				}
+				if tt.wantValidators > 0 && err == nil {
+					t.Error("the factory's client-side validator was not used")
+				}
+			}
+			if base.validators != tt.wantValidators {
+				t.Errorf("factory validators built: %d, want %d", base.validators, tt.wantValidators)
+			}
+		})
+	}
+	// Ignore never validates: the factory's answer (its null schema).
+	base := &countingFactory{host: "http://127.0.0.1:1"}
+	if _, err := (&sharedValidators{Factory: base}).Validator(metav1.FieldValidationIgnore); err != nil || base.validators != 1 {
+		t.Errorf("ignore: %v, %d validators from the factory, want 1", err, base.validators)
 	}
 }
