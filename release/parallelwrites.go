@@ -9,7 +9,9 @@ import (
 
 // DefaultWriteConcurrency is how many objects an upgrade writes at once
 // within one group of helm's order when --write-concurrency is not given:
-// chosen by measurement (docs/performance.md, "Parallel writes").
+// far below helm's default burst (100), and enough to overlap the round
+// trips of a run of one kind. It is not yet tuned by measurement (see
+// docs/performance.md, "Apply faster than helm").
 const DefaultWriteConcurrency = 16
 
 // parallelWrites is Helm's kube client with an Update that writes the
