@@ -126,9 +126,7 @@ current-context: gone
 func TestNewConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "config")
-	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\ncontexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeKubeconfig(t, kubeconfig, "https://127.0.0.1:1")
 	t.Setenv("HELM_DRIVER", "memory")
 	s := cli.New()
 	s.KubeConfig = kubeconfig
@@ -166,13 +164,7 @@ func TestNewConfiguration(t *testing.T) {
 // client helm's settings would give loads it anew for each).
 func TestNewConfigurationSharesOneClusterView(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "config")
-	write := func(server string) {
-		t.Helper()
-		if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""+server+"\"}}]\ncontexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("https://127.0.0.1:1")
+	writeKubeconfig(t, kubeconfig, "https://127.0.0.1:1")
 	t.Setenv("HELM_DRIVER", "memory")
 	s := cli.New()
 	s.KubeConfig = kubeconfig
@@ -183,7 +175,7 @@ func TestNewConfigurationSharesOneClusterView(t *testing.T) {
 	if rc, err := cfg.RESTClientGetter.ToRESTConfig(); err != nil || rc.Host != "https://127.0.0.1:1" {
 		t.Fatalf("the configuration's REST config: %v, %v", rc, err)
 	}
-	write("https://127.0.0.1:2")
+	writeKubeconfig(t, kubeconfig, "https://127.0.0.1:2")
 	kc, ok := cfg.KubeClient.(*kube.Client)
 	if !ok {
 		t.Fatalf("KubeClient is %T", cfg.KubeClient)
@@ -191,5 +183,14 @@ func TestNewConfigurationSharesOneClusterView(t *testing.T) {
 	rc, err := kc.Factory.ToRESTConfig()
 	if err != nil || rc.Host != "https://127.0.0.1:1" {
 		t.Errorf("the kube client's REST config after the kubeconfig changed: %v, %v; want the one loaded first (https://127.0.0.1:1)", rc, err)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig of one cluster at server, with one
+// context "a" that is current.
+func writeKubeconfig(t *testing.T, path, server string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""+server+"\"}}]\ncontexts: [{name: a, context: {cluster: c}}]\ncurrent-context: a\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
