@@ -47,9 +47,15 @@ func TestBashCompletionCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal("bash is needed to check the bash completion script")
 	}
+	// The script calls `helm-inject __complete ...`: this test binary,
+	// linked under that name, runs the command tree (see TestMain).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(t.TempDir(), "helm-inject")
-	if out, err := exec.Command("go", "build", "-o", bin, "../..").CombinedOutput(); err != nil {
-		t.Fatalf("building helm-inject: %v\n%s", err, out)
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
 	}
 	script, _, code := runCLI(t, "completion", "bash")
 	if code != 0 {
@@ -67,7 +73,7 @@ COMP_WORDS=(helm-inject ap); COMP_CWORD=1; COMP_LINE="helm-inject ap"; COMP_POIN
 __start_helm-inject
 printf '%s\n' "${COMPREPLY[@]}"`
 	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", drive, "bash", file)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), cliChildEnv+"=helm-inject", "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
