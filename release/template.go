@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
@@ -40,6 +41,13 @@ type Template struct {
 
 // Run renders src as release name with the user's values.
 func (t *Template) Run(ctx context.Context, name string, src Source, vals map[string]any) (*chartify.Rendered, error) {
+	_, r, err := t.build(ctx, name, src, vals)
+	return r, err
+}
+
+// build renders and injects src as release name, and returns the
+// temporary chart and what it renders to.
+func (t *Template) build(ctx context.Context, name string, src Source, vals map[string]any) (*chart.Chart, *chartify.Rendered, error) {
 	opts := chartify.RenderOptions{
 		ReleaseName:          name,
 		Namespace:            t.Namespace,
@@ -53,7 +61,7 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 	}
 	if t.Cluster != nil {
 		if err := t.connect(name, &opts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var choose Chooser
@@ -62,19 +70,19 @@ func (t *Template) Run(ctx context.Context, name string, src Source, vals map[st
 	}
 	tc, r, _, err := BuildChart(ctx, name, src, vals, opts, t.Injectors, choose, t.InjectDir, t.Render.PostRenderer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := keepChart(name, tc, t.KeepChart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t.Validate {
 		// Documents of comments only create nothing.
 		docs := slices.DeleteFunc(slices.Clone(r.Documents), manifest.Document.Empty)
 		if _, err := t.Cluster.KubeClient.Build(strings.NewReader(manifest.Join(docs)), true); err != nil {
-			return nil, fmt.Errorf("release %q: validating against the cluster: %w", name, err)
+			return nil, nil, fmt.Errorf("release %q: validating against the cluster: %w", name, err)
 		}
 	}
-	return r, nil
+	return tc, r, nil
 }
 
 // connect renders with the cluster's capabilities (the user's

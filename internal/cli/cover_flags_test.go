@@ -61,9 +61,11 @@ func TestTemplatePostRenderer(t *testing.T) {
 	if err := os.WriteFile(renderer, []byte("#!/bin/sh\nsed \"s/owner: $1/owner: $2/\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCLI(t, "template", "web", apiChart, "--post-renderer", renderer, "--post-renderer-args", "platform", "--post-renderer-args", "post-rendered")
-	if code != 0 || !strings.Contains(out, "owner: post-rendered") || strings.Contains(out, "owner: platform") {
-		t.Errorf("--post-renderer: exit %d:\n%s%s", code, out, errOut)
+	for _, verb := range renderVerbs() {
+		out, errOut, code := rendered(t, verb, "web", apiChart, "--post-renderer", renderer, "--post-renderer-args", "platform", "--post-renderer-args", "post-rendered")
+		if code != 0 || !strings.Contains(out, "owner: post-rendered") || strings.Contains(out, "owner: platform") {
+			t.Errorf("%s --post-renderer: exit %d:\n%s%s", verb, code, out, errOut)
+		}
 	}
 	for _, tt := range []struct {
 		args []string
@@ -72,9 +74,11 @@ func TestTemplatePostRenderer(t *testing.T) {
 		{[]string{"--post-renderer-args", "platform"}, `Error: release "web": --post-renderer-args needs --post-renderer` + "\n"},
 		{[]string{"--post-renderer", filepath.Join(dir, "missing")}, `Error: release "web": --post-renderer ` + filepath.Join(dir, "missing") + ": "},
 	} {
-		out, errOut, code := runCLI(t, append([]string{"template", "web", apiChart}, tt.args...)...)
-		if code != 1 || out != "" || !strings.HasPrefix(errOut, tt.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and %q", tt.args, code, out, errOut, tt.want)
+		for _, verb := range renderVerbs() {
+			out, errOut, code := runCLI(t, append([]string{verb, "web", apiChart}, tt.args...)...)
+			if code != 1 || out != "" || !strings.HasPrefix(errOut, tt.want) {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want 1 and %q", verb, tt.args, code, out, errOut, tt.want)
+			}
 		}
 	}
 }
@@ -84,6 +88,12 @@ func TestTemplatePostRenderer(t *testing.T) {
 // dependency update fetches it (a file:// repository here) into charts/
 // first, and the dependency's objects are rendered.
 func TestTemplateDependencyUpdate(t *testing.T) {
+	for _, verb := range renderVerbs() {
+		t.Run(verb, func(t *testing.T) { dependencyUpdate(t, verb) })
+	}
+}
+
+func dependencyUpdate(t *testing.T, verb string) {
 	dir := t.TempDir()
 	t.Setenv("HELM_REPOSITORY_CONFIG", filepath.Join(dir, "helm", "repositories.yaml"))
 	t.Setenv("HELM_REPOSITORY_CACHE", filepath.Join(dir, "helm", "cache"))
@@ -99,11 +109,11 @@ func TestTemplateDependencyUpdate(t *testing.T) {
 		"Chart.yaml":        "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n  - name: child\n    version: 0.2.0\n    repository: file://../child\n",
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-parent\n",
 	})
-	out, errOut, code := runCLI(t, "template", "web", parent)
+	out, errOut, code := rendered(t, verb, "web", parent)
 	if code != 1 || out != "" || !strings.Contains(errOut, "child") {
 		t.Errorf("without --dependency-update: exit %d, stdout %q, stderr %q; want 1 naming the missing child", code, out, errOut)
 	}
-	out, errOut, code = runCLI(t, "template", "web", parent, "--dependency-update")
+	out, errOut, code = rendered(t, verb, "web", parent, "--dependency-update")
 	if code != 0 || !strings.Contains(out, "name: web-parent") || !strings.Contains(out, "name: web-child") {
 		t.Fatalf("--dependency-update: exit %d:\n%s%s", code, out, errOut)
 	}

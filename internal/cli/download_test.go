@@ -82,6 +82,9 @@ func chartServer(t *testing.T) (url, caFile, certFile, keyFile string) {
 	files := http.FileServer(http.Dir(charts))
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "robot" || p != "s3cret" {
+			// As a registry says it: an OCI client sends credentials
+			// only when challenged.
+			w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
@@ -160,17 +163,19 @@ func TestTemplateChartDownloadFlags(t *testing.T) {
 		// and --keyring on a repository that lets it).
 		{"--verify", append(slicesClone(full), "--verify", "--keyring", filepath.Join(home, "missing.gpg")), `failed to fetch provenance "https://localhost`, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			args := tt.args
-			out, errOut, code := runCLI(t, args...)
-			if (code == 0) != tt.ok {
-				t.Fatalf("exit %d, want success %v:\n%s%s", code, tt.ok, out, errOut)
-			}
-			if got := out + errOut; !strings.Contains(got, tt.want) {
-				t.Errorf("want %q in:\n%s", tt.want, got)
-			}
-		})
+	// package fetches its chart as template does.
+	for _, verb := range renderVerbs() {
+		for _, tt := range tests {
+			t.Run(verb+" "+tt.name, func(t *testing.T) {
+				out, errOut, code := rendered(t, verb, tt.args[1:]...)
+				if (code == 0) != tt.ok {
+					t.Fatalf("exit %d, want success %v:\n%s%s", code, tt.ok, out, errOut)
+				}
+				if got := out + errOut; !strings.Contains(got, tt.want) {
+					t.Errorf("want %q in:\n%s", tt.want, got)
+				}
+			})
+		}
 	}
 
 	// A repository added to a --repository-config file, its index cached

@@ -78,6 +78,8 @@ func newRootCommandOn(settings *cli.EnvSettings, kernel confine.Kernel, stdin io
 	settings.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newTemplateCommand(settings, kernel),
+		newPackageCommand(settings),
+		newPushCommand(settings),
 		newApplyCommand(settings),
 		newUpgradeCommand(settings),
 		newDiffCommand(settings),

@@ -57,8 +57,51 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
+// renderVerbs are the commands that render a release offline: template
+// prints it, package writes it as a chart (see rendered).
+func renderVerbs() []string { return []string{"template", "package"} }
+
+// printOnly reports template's flags that choose what is printed, which
+// package (which writes the whole chart) does not have.
+func printOnly(flag string) bool {
+	switch flag {
+	case "--include-crds", "--no-hooks", "--skip-tests", "--show-only", "-s", "--is-upgrade":
+		return true
+	}
+	return false
+}
+
+// rendered runs verb (template or package) with args (NAME CHART FLAGS...)
+// and returns what the release renders to: template's output; for
+// package, what template prints of the archive it wrote, rendered as the
+// same release (so a flag of package shows its effect as template's does).
+func rendered(t *testing.T, verb string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	if verb == "template" {
+		return runCLI(t, append([]string{"template"}, args...)...)
+	}
+	dir := t.TempDir()
+	out, errOut, code := runCLI(t, append(append([]string{"package"}, args...), "-d", dir)...)
+	if code != 0 {
+		return out, errOut, code
+	}
+	archives, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
+	if err != nil || len(archives) != 1 {
+		t.Fatalf("package wrote %v (%v):\n%s%s", archives, err, out, errOut)
+	}
+	again := []string{"template", args[0], archives[0]}
+	for i, a := range args {
+		if (a == "-n" || a == "--namespace") && i+1 < len(args) {
+			again = append(again, "-n", args[i+1])
+		}
+	}
+	printed, errAgain, code := runCLI(t, again...)
+	return printed, errOut + errAgain, code
+}
+
 // TestTemplateFlags: template's own flags change what it prints as helm
-// template's do; install-only flags are accepted and change nothing.
+// template's do; install-only flags are accepted and change nothing. The
+// flags package shares with template change what it packages alike.
 func TestTemplateFlags(t *testing.T) {
 	chart := factsChart(t)
 	lib := "../../examples/injectors"
@@ -68,23 +111,28 @@ func TestTemplateFlags(t *testing.T) {
 		t.Fatalf("template exited %d", code)
 	}
 	tests := templateFlagCases(chart)
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			out, errOut, code := runCLI(t, append(slicesClone(base), tt.args...)...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, errOut)
+	for _, verb := range renderVerbs() {
+		for _, tt := range tests {
+			if verb == "package" && len(tt.args) > 0 && printOnly(tt.args[0]) {
+				continue
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
+			t.Run(verb+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+				out, errOut, code := rendered(t, verb, append(slicesClone(base[1:]), tt.args...)...)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errOut)
 				}
-			}
-			for _, l := range tt.lack {
-				if strings.Contains(out, l) {
-					t.Errorf("output has %q:\n%s", l, out)
+				for _, w := range tt.want {
+					if !strings.Contains(out, w) {
+						t.Errorf("output lacks %q:\n%s", w, out)
+					}
 				}
-			}
-		})
+				for _, l := range tt.lack {
+					if strings.Contains(out, l) {
+						t.Errorf("output has %q:\n%s", l, out)
+					}
+				}
+			})
+		}
 	}
 
 	// The schema is checked unless --skip-schema-validation.
@@ -97,15 +145,17 @@ func TestTemplateFlags(t *testing.T) {
 	if err := os.WriteFile(marker, []byte("#!/bin/sh\nsed 's/^kind: \\(.*\\)/kind: \\1\\n# injected/'\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	count := func(args ...string) int {
-		out, errOut, _ := runCLI(t, append([]string{"template", "r", chart, "--inject", marker}, args...)...)
-		if errOut != "" {
-			t.Errorf("template %v: %s", args, errOut)
+	for _, verb := range renderVerbs() {
+		count := func(args ...string) int {
+			out, errOut, code := rendered(t, verb, append([]string{"r", chart, "--inject", marker}, args...)...)
+			if code != 0 {
+				t.Errorf("%s %v: %s", verb, args, errOut)
+			}
+			return strings.Count(out, "# injected")
 		}
-		return strings.Count(out, "# injected")
-	}
-	if all, noHooks, noTests := count(), count("--skip-inject-hooks"), count("--skip-inject-tests"); all != 4 || noHooks != 2 || noTests != 3 {
-		t.Errorf("injected documents: %d of all, %d with --skip-inject-hooks, %d with --skip-inject-tests; want 4, 2, 3", all, noHooks, noTests)
+		if all, noHooks, noTests := count(), count("--skip-inject-hooks"), count("--skip-inject-tests"); all != 4 || noHooks != 2 || noTests != 3 {
+			t.Errorf("%s: injected documents: %d of all, %d with --skip-inject-hooks, %d with --skip-inject-tests; want 4, 2, 3", verb, all, noHooks, noTests)
+		}
 	}
 	// diff's --injector-version must name a program that an injector
 	// runs, as PROGRAM=COMMAND; both are checked before the cluster is
@@ -125,16 +175,20 @@ func TestTemplateFlags(t *testing.T) {
 	if err := os.WriteFile(motd, []byte("from a file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := runCLI(t, append(slicesClone(base), "--set-file", "raw="+motd)...); code != 0 || !strings.Contains(out, `raw: "from a file"`) {
-		t.Errorf("--set-file: exit %d: %s", code, errOut)
+	for _, verb := range renderVerbs() {
+		if out, errOut, code := rendered(t, verb, append(slicesClone(base[1:]), "--set-file", "raw="+motd)...); code != 0 || !strings.Contains(out, `raw: "from a file"`) {
+			t.Errorf("%s --set-file: exit %d: %s", verb, code, errOut)
+		}
 	}
 	// --injector-timeout kills a slow injector; --injector-dir is where it runs.
 	slow := filepath.Join(t.TempDir(), "slow.sh")
 	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 5\ncat\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runCLI(t, "template", "r", chart, "--inject", slow, "--injector-timeout", "200ms"); code == 0 || !strings.Contains(errOut, "did not finish within 200ms (--injector-timeout)") {
-		t.Errorf("--injector-timeout: exit %d: %s", code, errOut)
+	for _, verb := range renderVerbs() {
+		if _, errOut, code := rendered(t, verb, "r", chart, "--inject", slow, "--injector-timeout", "200ms"); code == 0 || !strings.Contains(errOut, "did not finish within 200ms (--injector-timeout)") {
+			t.Errorf("%s --injector-timeout: exit %d: %s", verb, code, errOut)
+		}
 	}
 	workDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(workDir, "label"), []byte("here"), 0o600); err != nil {
@@ -144,8 +198,10 @@ func TestTemplateFlags(t *testing.T) {
 	if err := os.WriteFile(reader, []byte("#!/bin/sh\nsed \"s/^kind: \\(.*\\)/kind: \\1\\n# $(cat label)/\"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := runCLI(t, "template", "r", chart, "--inject", reader, "--injector-dir", workDir); code != 0 || !strings.Contains(out, "# here") {
-		t.Errorf("--injector-dir: exit %d: %s", code, errOut)
+	for _, verb := range renderVerbs() {
+		if out, errOut, code := rendered(t, verb, "r", chart, "--inject", reader, "--injector-dir", workDir); code != 0 || !strings.Contains(out, "# here") {
+			t.Errorf("%s --injector-dir: exit %d: %s", verb, code, errOut)
+		}
 	}
 	// Install-only flags are accepted and change nothing.
 	for _, f := range [][]string{{"--create-namespace"}, {"--wait"}, {"--wait-for-jobs"}, {"--atomic"}, {"--force"}, {"--replace"},

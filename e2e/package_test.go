@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+)
+
+// shipperPackageArgs are the inputs of one packaged release of the api
+// chart with the built-in log-shipper at version.
+func shipperPackageArgs(rel, ns, version string, extra ...string) []string {
+	return append([]string{rel, apiChart, "-n", ns, "--injector-library", "examples/injectors",
+		"--with", "log-shipper@" + version, "--with-set", "log-shipper.destination=logs.example:24224"}, extra...)
+}
+
+// packaged runs helm-inject package and returns the archive's path.
+func packaged(t *testing.T, args ...string) string {
+	t.Helper()
+	out := mustHelmInject(t, append([]string{"package"}, args...)...).stdout
+	_, path, ok := strings.Cut(strings.TrimSpace(out), "saved it to: ")
+	if !ok {
+		t.Fatalf("package printed no archive:\n%s", out)
+	}
+	path, _, _ = strings.Cut(path, "\n")
+	return path
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPackageIsReproducible: the same inputs give the same archive, byte
+// for byte; another injector version gives another archive, version and
+// record.
+func TestPackageIsReproducible(t *testing.T) {
+	ns := "prod"
+	a := packaged(t, shipperPackageArgs("shop", ns, "1.0.0", "-d", t.TempDir())...)
+	b := packaged(t, shipperPackageArgs("shop", ns, "1.0.0", "-d", t.TempDir())...)
+	if !bytes.Equal(readFile(t, a), readFile(t, b)) {
+		t.Fatalf("two packages of the same inputs differ: %s, %s", a, b)
+	}
+	if filepath.Base(a) != filepath.Base(b) || !strings.HasPrefix(filepath.Base(a), "api-") {
+		t.Errorf("archives %s, %s", filepath.Base(a), filepath.Base(b))
+	}
+	c := packaged(t, shipperPackageArgs("shop", ns, "1.1.0", "-d", t.TempDir())...)
+	if bytes.Equal(readFile(t, a), readFile(t, c)) || filepath.Base(a) == filepath.Base(c) {
+		t.Errorf("log-shipper 1.1.0 gave the archive of 1.0.0: %s, %s", a, c)
+	}
+	for p, want := range map[string]string{a: `"version":"1.0.0"`, c: `"version":"1.1.0"`} {
+		ch, err := loader.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := ch.Metadata.Annotations["helm-inject.io/injectors"]; !strings.Contains(rec, `"name":"log-shipper"`) || !strings.Contains(rec, want) {
+			t.Errorf("%s records %s, want log-shipper %s", filepath.Base(p), rec, want)
+		}
+		if ch.Metadata.Annotations["helm-inject.io/release"] != "shop" || ch.Metadata.Annotations["helm-inject.io/namespace"] != ns {
+			t.Errorf("%s annotations %v", filepath.Base(p), ch.Metadata.Annotations)
+		}
+	}
+}
+
+// TestPackagedChartInstallsWithHelm pushes a packaged release to a real
+// OCI registry; the helm 3 and helm 4 CLIs install it from there, with no
+// plugin, and store the manifest helm-inject apply stores for the same
+// inputs. Another release name and a value are refused, with nothing
+// installed.
+func TestPackagedChartInstallsWithHelm(t *testing.T) {
+	addr := ociRegistry(t)
+	ns := namespace(t)
+	dir := t.TempDir()
+	pushed := mustHelmInject(t, append([]string{"package"}, shipperPackageArgs("shop", ns, "1.0.0", "-d", dir, "--push", "oci://"+addr+"/charts", "--plain-http")...)...)
+	out := pushed.stdout
+	if !strings.Contains(pushed.stderr, "Pushed: "+addr+"/charts/api:") {
+		t.Errorf("package --push printed:\n%s", pushed)
+	}
+	archive := strings.TrimSpace(strings.SplitN(strings.SplitN(out, "saved it to: ", 2)[1], "\n", 2)[0])
+	ch, err := loader.Load(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := ch.Metadata.Version
+	ref := "oci://" + addr + "/charts/api"
+
+	mustHelmInject(t, append([]string{"apply"}, shipperPackageArgs("shop", ns, "1.0.0")...)...)
+	want := mustHelm(t, "get", "manifest", "shop", "-n", ns).stdout
+	mustHelm(t, "uninstall", "shop", "-n", ns, "--wait")
+
+	for _, h := range []struct{ name, bin string }{{"helm 3", helmBin(t)}, {"helm 4", helm4Bin(t)}} {
+		refused := command{}.run(t, h.bin, "install", "other", ref, "--version", version, "--plain-http", "-n", ns)
+		if refused.code == 0 || !strings.Contains(refused.stderr, "rendered by helm-inject for release shop in namespace "+ns) || !strings.Contains(refused.stderr, "this is release other") {
+			t.Errorf("%s installed the package as another release:\n%s", h.name, refused)
+		}
+		refused = command{}.run(t, h.bin, "install", "shop", ref, "--version", version, "--plain-http", "-n", ns, "--set", "replicas=3")
+		if refused.code == 0 || !strings.Contains(refused.stderr, "values baked in") || !strings.Contains(refused.stderr, "run helm-inject package again") {
+			t.Errorf("%s installed the package with a value:\n%s", h.name, refused)
+		}
+		// helm 3's list, with every status (helm 4 lists them all).
+		if list := mustHelm(t, "list", "-n", ns, "-a", "-q").stdout; strings.TrimSpace(list) != "" {
+			t.Errorf("%s: refused installs left releases: %s", h.name, list)
+		}
+
+		command{}.mustRun(t, h.bin, "install", "shop", ref, "--version", version, "--plain-http", "-n", ns)
+		got := command{}.mustRun(t, h.bin, "get", "manifest", "shop", "-n", ns).stdout
+		// helm 3 keeps no white space after a document (see
+		// docs/compatibility.md): its documents are equal, the bytes
+		// between them are helm 3's.
+		want := want
+		if h.name == "helm 3" {
+			got, want = documentsOf(got), documentsOf(want)
+		}
+		if got != want {
+			t.Errorf("%s stored another manifest than helm-inject apply:\n%s\nwant\n%s", h.name, got, want)
+		}
+		command{}.mustRun(t, h.bin, "uninstall", "shop", "-n", ns, "--wait")
+	}
+}
+
+// documentsOf is a manifest's documents, each without the white space
+// around it, one per line of "---".
+func documentsOf(m string) string {
+	var docs []string
+	for _, d := range strings.Split(m, "\n---\n") {
+		docs = append(docs, strings.TrimSpace(strings.TrimPrefix(d, "---\n")))
+	}
+	return strings.Join(docs, "\n---\n")
+}
+
+// signingKeys writes a new PGP key as a secret and a public keyring.
+func signingKeys(t *testing.T, name string) (secret, public string) {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "", "ci@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var sec, pub bytes.Buffer
+	if err := e.SerializePrivate(&sec, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Serialize(&pub); err != nil {
+		t.Fatal(err)
+	}
+	secret, public = filepath.Join(dir, "secring.gpg"), filepath.Join(dir, "pubring.gpg")
+	if err := os.WriteFile(secret, sec.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(public, pub.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return secret, public
+}
+
+// TestSignedPackageVerifies: a chart package --sign signed and pushed
+// passes helm install --verify (helm 3 and helm 4); the same provenance
+// beside another archive of that version fails it.
+func TestSignedPackageVerifies(t *testing.T) {
+	addr := ociRegistry(t)
+	ns := namespace(t)
+	secret, public := signingKeys(t, "helm-inject CI")
+	dir := t.TempDir()
+	args := shipperPackageArgs("shop", ns, "1.0.0", "-d", dir, "--package-version", "1.0.0",
+		"--sign", "--key", "helm-inject CI", "--keyring", secret, "--push", "oci://"+addr+"/signed", "--plain-http")
+	mustHelmInject(t, append([]string{"package"}, args...)...)
+	signed := filepath.Join(dir, "api-1.0.0.tgz")
+	if _, err := os.Stat(signed + ".prov"); err != nil {
+		t.Fatalf("no provenance beside the archive: %v", err)
+	}
+	for _, h := range []struct{ name, bin string }{{"helm 3", helmBin(t)}, {"helm 4", helm4Bin(t)}} {
+		command{}.mustRun(t, h.bin, "install", "shop", "oci://"+addr+"/signed/api", "--version", "1.0.0", "--plain-http", "-n", ns, "--verify", "--keyring", public)
+		command{}.mustRun(t, h.bin, "uninstall", "shop", "-n", ns, "--wait")
+	}
+
+	// Another archive with the first one's provenance: another value
+	// rendered in, the same version.
+	other := t.TempDir()
+	mustHelmInject(t, append([]string{"package"}, shipperPackageArgs("shop", ns, "1.0.0", "-d", other, "--package-version", "1.0.0", "--set", "replicas=2")...)...)
+	tampered := filepath.Join(other, "api-1.0.0.tgz")
+	if bytes.Equal(readFile(t, tampered), readFile(t, signed)) {
+		t.Fatal("the tampered archive is the signed one")
+	}
+	if err := os.WriteFile(tampered+".prov", readFile(t, signed+".prov"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustHelmInject(t, "push", tampered, "oci://"+addr+"/tampered", "--plain-http")
+	for _, h := range []struct{ name, bin string }{{"helm 3", helmBin(t)}, {"helm 4", helm4Bin(t)}} {
+		r := command{}.run(t, h.bin, "install", "shop", "oci://"+addr+"/tampered/api", "--version", "1.0.0", "--plain-http", "-n", ns, "--verify", "--keyring", public)
+		if r.code == 0 || !strings.Contains(r.stderr, "sha256 sum does not match") {
+			t.Errorf("%s --verify accepted a tampered chart:\n%s", h.name, r)
+		}
+	}
+	if list := mustHelm(t, "list", "-n", ns, "-a", "-q").stdout; strings.TrimSpace(list) != "" {
+		t.Errorf("a failed --verify installed %s", list)
+	}
+}
+
+// TestPushRefusesOtherCharts: helm-inject push pushes only what package
+// wrote.
+func TestPushRefusesOtherCharts(t *testing.T) {
+	dir := t.TempDir()
+	mustHelm(t, "package", webappChart, "-d", dir)
+	r := helmInject(t, "push", filepath.Join(dir, "webapp-1.4.2.tgz"), "oci://127.0.0.1:1/charts", "--plain-http")
+	if r.code == 0 || !strings.Contains(r.stderr, "was not written by helm-inject package") || !strings.Contains(r.stderr, "helm push") {
+		t.Errorf("push of a plain chart:\n%s", r)
+	}
+}
