@@ -2,12 +2,19 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 )
 
@@ -213,4 +220,91 @@ func TestPushRefusesOtherCharts(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "was not written by helm-inject package") || !strings.Contains(r.stderr, "helm push") {
 		t.Errorf("push of a plain chart:\n%s", r)
 	}
+}
+
+// TestPackagedArtifactAsFluxReadsIt reads the pushed artifact with
+// go-containerregistry, the OCI library Flux's source-controller uses for
+// an OCIRepository: the tag is the version with "+" as "_", the manifest
+// an OCI image manifest with Helm's config, one chart layer of Helm's
+// media type (the one a layerSelector names) whose digest is the
+// archive's, and the provenance layer when signed; pushing the same
+// archive again gives the same manifest digest.
+func TestPackagedArtifactAsFluxReadsIt(t *testing.T) {
+	addr := ociRegistry(t)
+	secret, _ := signingKeys(t, "flux CI")
+	dir := t.TempDir()
+	args := shipperPackageArgs("shop", "prod", "1.0.0", "-d", dir, "--sign", "--key", "flux CI", "--keyring", secret, "--push", "oci://"+addr+"/flux", "--plain-http")
+	archive := packaged(t, args...)
+	ch, err := loader.Load(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := strings.ReplaceAll(ch.Metadata.Version, "+", "_")
+	ref, err := name.ParseReference(addr+"/flux/api:"+tag, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(ref, remote.WithContext(t.Context()))
+	if err != nil {
+		t.Fatalf("the OCI library Flux uses cannot read %s: %v", ref, err)
+	}
+	if desc.MediaType != types.OCIManifestSchema1 {
+		t.Errorf("manifest media type %s, want %s", desc.MediaType, types.OCIManifestSchema1)
+	}
+	img, err := desc.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != "application/vnd.cncf.helm.config.v1+json" {
+		t.Errorf("config media type %s", m.Config.MediaType)
+	}
+	sum := sha256.Sum256(readFile(t, archive))
+	layers := map[string]string{}
+	for _, l := range m.Layers {
+		layers[string(l.MediaType)] = l.Digest.String()
+	}
+	if got := layers["application/vnd.cncf.helm.chart.content.v1.tar+gzip"]; got != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("chart layer %q, want the archive's sha256:%x (layers %v)", got, sum, layers)
+	}
+	if _, ok := layers["application/vnd.cncf.helm.chart.provenance.v1.prov"]; !ok || len(layers) != 2 {
+		t.Errorf("layers %v, want the chart and its provenance", layers)
+	}
+	// The layer a HelmRelease's chartRef gets is the chart itself.
+	for _, l := range mustLayers(t, img) {
+		mt, _ := l.MediaType()
+		if mt != "application/vnd.cncf.helm.chart.content.v1.tar+gzip" {
+			continue
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(b, readFile(t, archive)) {
+			t.Errorf("the chart layer is not the archive (%v)", err)
+		}
+	}
+	// The same archive pushed again: the same manifest.
+	mustHelmInject(t, "push", archive, "oci://"+addr+"/flux", "--plain-http")
+	again, err := remote.Get(ref, remote.WithContext(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Digest != desc.Digest {
+		t.Errorf("pushing the same archive again made manifest %s, then %s", desc.Digest, again.Digest)
+	}
+}
+
+func mustLayers(t *testing.T, img v1.Image) []v1.Layer {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
 }
