@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -314,4 +316,38 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestPushRefusesOtherCharts: push takes only an archive package wrote,
+// and an OCI location; both are checked before the registry is reached.
+func TestPushRefusesOtherCharts(t *testing.T) {
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "plain"), map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: plain\nversion: 1.0.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n",
+	})
+	ch, err := loader.Load(filepath.Join(dir, "plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := chartutil.Save(ch, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, errOut, code := packageOnly(t, "web", apiChart, "--package-version", "1.0.0")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{archive, "oci://127.0.0.1:1/charts"}, "chart plain 1.0.0 was not written by helm-inject package (its Chart.yaml has no helm-inject.io/release annotation); push it with helm push"},
+		{[]string{ours, "https://127.0.0.1:1/charts"}, "https://127.0.0.1:1/charts: give an OCI registry location, oci://HOST/PATH"},
+	} {
+		_, errOut, code := runCLI(t, append([]string{"push"}, tt.args...)...)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("push %v: exit %d, %s; want %q", tt.args, code, errOut, tt.want)
+		}
+	}
 }
