@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -88,7 +89,7 @@ func TestPackagedChartInstallsWithHelm(t *testing.T) {
 	dir := t.TempDir()
 	pushed := mustHelmInject(t, append([]string{"package"}, shipperPackageArgs("shop", ns, "1.0.0", "-d", dir, "--push", "oci://"+addr+"/charts", "--plain-http")...)...)
 	out := pushed.stdout
-	if !strings.Contains(pushed.stderr, "Pushed: "+addr+"/charts/api:") {
+	if !strings.Contains(pushed.stdout, "Pushed: "+addr+"/charts/api:") {
 		t.Errorf("package --push printed:\n%s", pushed)
 	}
 	archive := strings.TrimSpace(strings.SplitN(strings.SplitN(out, "saved it to: ", 2)[1], "\n", 2)[0])
@@ -307,4 +308,110 @@ func mustLayers(t *testing.T, img v1.Image) []v1.Layer {
 		t.Fatal(err)
 	}
 	return ls
+}
+
+// TestHelmfilePackage: `helm-inject helmfile package` packages every
+// selected release of a state file, with its injector fields, one archive
+// per release, and pushes each; an archive is what helm-inject package
+// makes of the same release by hand; helmfile's selectors choose.
+func TestHelmfilePackage(t *testing.T) {
+	addr := ociRegistry(t)
+	root := repoRoot(t)
+	api := filepath.Join(root, apiChart)
+	lib := filepath.Join(root, "examples", "injectors")
+	state := fmt.Sprintf(`releases:
+- name: seeded
+  namespace: shop
+  chart: %[1]s
+  labels: {tier: web}
+  injector: "sidecar-injector f=FILE,image=registry.example/proxy:1"
+- name: mixed
+  namespace: shop
+  chart: %[1]s
+  labels: {tier: web}
+  values:
+  - replicas: 3
+  injectors:
+  - with: log-shipper@1.0.0
+    library: %[2]s
+    params:
+      destination: logs.example:24224
+- name: untouched
+  namespace: ops
+  chart: %[1]s
+`, api, lib)
+	dir := writeState(t, "helmfile.yaml", state)
+	out := t.TempDir()
+	r := helmfileRun(t, dir, "package", "-d", out, "--push", "oci://"+addr+"/fleet", "--plain-http")
+	if r.code != 0 {
+		t.Fatalf("helmfile package:\n%s", r)
+	}
+	archives, _ := filepath.Glob(filepath.Join(out, "*.tgz"))
+	if len(archives) != 3 {
+		t.Fatalf("archives %v, want one per release", archives)
+	}
+	byRelease := map[string]string{}
+	for _, a := range archives {
+		ch, err := loader.Load(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := ch.Metadata.Annotations["helm-inject.io/release"] + "." + ch.Metadata.Annotations["helm-inject.io/namespace"]
+		byRelease[rel] = a
+		if !strings.Contains(r.stderr+r.stdout, "Pushed: "+addr+"/fleet/api:"+strings.ReplaceAll(ch.Metadata.Version, "+", "_")) {
+			t.Errorf("%s was not pushed:\n%s", rel, r)
+		}
+	}
+	// The injected release's archive is what package makes of it by hand.
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("replicas: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	byHand := packaged(t, "mixed", api, "-n", "shop", "-f", values, "--injector-library", lib, "--with", "log-shipper@1.0.0",
+		"--with-set", "log-shipper.destination=logs.example:24224", "-d", t.TempDir())
+	for _, rel := range []string{"seeded.shop", "mixed.shop", "untouched.ops"} {
+		if byRelease[rel] == "" {
+			t.Fatalf("no archive for %s: %v", rel, byRelease)
+		}
+	}
+	got, want := readArchivedTemplates(t, byRelease["mixed.shop"]), readArchivedTemplates(t, byHand)
+	if got != want {
+		t.Errorf("helmfile package's mixed differs from package's:\n%s\nwant\n%s", got, want)
+	}
+	for rel, wantSidecar := range map[string]string{"seeded.shop": "name: sidecar", "mixed.shop": "name: log-shipper"} {
+		if !strings.Contains(readArchivedTemplates(t, byRelease[rel]), wantSidecar) {
+			t.Errorf("%s lacks %s", rel, wantSidecar)
+		}
+	}
+	if strings.Contains(readArchivedTemplates(t, byRelease["untouched.ops"]), "sidecar") {
+		t.Error("untouched was injected")
+	}
+
+	// A selector packages the releases it selects; helmfile's flags come
+	// after "--".
+	sel := t.TempDir()
+	if r := helmfileRun(t, dir, "package", "-d", sel, "--", "-l", "name=seeded"); r.code != 0 {
+		t.Fatalf("helmfile package -- -l name=seeded:\n%s", r)
+	}
+	if got, _ := filepath.Glob(filepath.Join(sel, "*.tgz")); len(got) != 1 {
+		t.Errorf("with -l name=seeded: %v", got)
+	}
+	if r := helmfileRun(t, dir, "package", "-d", sel, "-l", "name=seeded"); r.code == 0 || !strings.Contains(r.stderr, `helmfile's own flags and selectors go after "--"`) {
+		t.Errorf("a helmfile flag before --:\n%s", r)
+	}
+}
+
+// readArchivedTemplates is every template of an archive, in name order,
+// each after its name.
+func readArchivedTemplates(t *testing.T, archive string) string {
+	t.Helper()
+	ch, err := loader.Load(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range ch.Templates {
+		fmt.Fprintf(&b, "== %s\n%s", f.Name, f.Data)
+	}
+	return b.String()
 }

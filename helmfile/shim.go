@@ -126,6 +126,19 @@ type Runner func(ctx context.Context, args []string, stdin io.Reader, stdout, st
 // else.
 func Shim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, run Runner) int {
 	c := ParseCall(args)
+	if v, ok := os.LookupEnv(EnvPackage); ok && c.Verb == "template" {
+		// A `helmfile package` run: every release is packaged, injected
+		// or not.
+		flags, err := DecodePackageFlags(v)
+		if err == nil {
+			args, err = PackageArgs(c, flags)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+			return 1
+		}
+		return run(ctx, args, stdin, stdout, stderr)
+	}
 	if c.Verb == "diff" || (c.Injected && (c.Verb == "upgrade" || c.Verb == "template")) {
 		return run(ctx, append(c.Rest, c.InjectArgs...), stdin, stdout, stderr)
 	}

@@ -27,6 +27,9 @@ type Wrapper struct {
 	Self           string
 	Stdout, Stderr io.Writer
 	Stdin          io.Reader
+	// Package, when not nil, makes every template call of the run a
+	// package with these flags (`helm-inject helmfile package`).
+	Package []string
 }
 
 // Run runs helmfile with args and returns its exit code.
@@ -92,9 +95,15 @@ func (w *Wrapper) run(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("creating the run's plan cache: %w", err)
 	}
-	env := append(os.Environ(), EnvAsHelm+"=1", EnvRealHelm+"="+realHelm,
+	// Only a `helmfile package` run packages, whatever the caller's
+	// environment holds.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, EnvPackage+"=") })
+	env = append(env, EnvAsHelm+"=1", EnvRealHelm+"="+realHelm,
 		"HELM_PLUGINS="+plugins+string(os.PathListSeparator)+helmcli.New().PluginsDirectory,
 		release.EnvPlanCache+"="+plans, release.EnvPlanKey+"="+planKey)
+	if w.Package != nil {
+		env = append(env, EnvPackage+"="+EncodePackageFlags(w.Package))
+	}
 	globals, command := splitCommand(args)
 	if needsPreflight(command, args[len(globals):]) {
 		// helmfile syncs releases one group at a time, so a release whose

@@ -267,6 +267,9 @@ func TestDocumentedCommandLines(t *testing.T) {
 				continue // helmfile's own flags follow
 			}
 			for _, w := range rest {
+				if w == "--" && cmd.DisableFlagParsing {
+					break // another program's flags follow (helmfile package)
+				}
 				if !strings.HasPrefix(w, "-") || w == "-" || w == "--" {
 					continue
 				}

@@ -168,7 +168,9 @@ func sourceDateEpoch(v string) (time.Time, error) {
 // one beside it) with helm's own push action and a registry client built
 // as the helm CLI builds it.
 func pushArchive(cmd *cobra.Command, settings *cli.EnvSettings, c *chartFlags, archive, remote string) error {
-	rc, err := c.registryClient(settings, cmd.ErrOrStderr())
+	// The client says what it pushed ("Pushed: REF", "Digest: ..."), on
+	// stdout, as helm push does.
+	rc, err := c.registryClient(settings, cmd.OutOrStdout())
 	if err != nil {
 		return err
 	}

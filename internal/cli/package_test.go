@@ -351,3 +351,30 @@ func TestPushRefusesOtherCharts(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmfilePackageFlags: `helmfile package` takes package's flags for
+// every release, and helmfile's after "--"; helmfile's template is run.
+func TestHelmfilePackageFlags(t *testing.T) {
+	pkg, hf, err := helmfilePackageFlags([]string{"-d", "charts", "--push", "oci://r/x", "--plain-http", "--ca-file", "ca.pem", "--cert-file", "c.pem",
+		"--key-file", "k.pem", "--insecure-skip-tls-verify", "--sign", "--key", "CI", "--keyring", "ring.gpg", "--passphrase-file", "pass", "--", "-e", "prod", "-l", "tier=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pflag visits flags in name order.
+	want := []string{"--ca-file", "ca.pem", "--cert-file", "c.pem", "--destination", "charts", "--insecure-skip-tls-verify", "--key", "CI",
+		"--key-file", "k.pem", "--keyring", "ring.gpg", "--passphrase-file", "pass", "--plain-http", "--push", "oci://r/x", "--sign"}
+	if strings.Join(pkg, " ") != strings.Join(want, " ") {
+		t.Errorf("package flags %q, want %q", pkg, want)
+	}
+	if strings.Join(hf, " ") != "-e prod -l tier=web template" {
+		t.Errorf("helmfile args %q", hf)
+	}
+	if pkg, hf, err := helmfilePackageFlags(nil); err != nil || pkg == nil || len(pkg) != 0 || strings.Join(hf, " ") != "template" {
+		t.Errorf("no flags: %q %q %v; want an empty (not nil) list and template", pkg, hf, err)
+	}
+	for _, args := range [][]string{{"-e", "prod"}, {"sync"}, {"-d", "x", "sync", "--", "-e", "prod"}} {
+		if _, _, err := helmfilePackageFlags(args); err == nil || !strings.Contains(err.Error(), `helmfile's own flags and selectors go after "--"`) {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}
