@@ -190,6 +190,9 @@ func run(ctx context.Context) error {
 		}
 		b.delayed = []string{"KUBECONFIG=" + kc}
 	}
+	if b.plugins, err = injectorPlugin(work, b.injector); err != nil {
+		return err
+	}
 	if *hfReleases != "" {
 		return b.runHelmfile(*hfReleases)
 	}
@@ -261,6 +264,9 @@ type bench struct {
 	// delayed is the environment of the methods that reach the API
 	// server through the delay proxy (-delay); nil without it.
 	delayed []string
+	// plugins is a HELM_PLUGINS folder with the fixture injector as a
+	// helm 4 postrenderer/v1 plugin named bench-injector.
+	plugins string
 }
 
 // method is one way of getting injected manifests (or an injected release).
@@ -271,6 +277,8 @@ type method struct {
 	install bool
 	// delayed methods reach the API server through the delay proxy.
 	delayed bool
+	// env is added to the method's environment.
+	env []string
 	// args returns the command line for size n in round r; count is the
 	// injector's count file.
 	args func(n, r int, chart, count string) []string
@@ -328,6 +336,19 @@ func (b *bench) methods() []method {
 		{key: "helm-postrender", label: "helm upgrade --install --post-renderer injector", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helm, "upgrade", "--install", "postrendered", chart, "--post-renderer", b.injector,
 				"--post-renderer-args", "--count-file", "--post-renderer-args", count}, ns(n), set(r))
+		}},
+		// helm 4 runs a post-renderer only as a plugin.
+		{key: "helm4-postrender", label: "helm 4 upgrade --install --post-renderer (plugin) injector", install: true, env: []string{"HELM_PLUGINS=" + b.plugins},
+			args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helm4, "upgrade", "--install", "postrendered4", chart, "--post-renderer", "bench-injector",
+					"--post-renderer-args", "--count-file", "--post-renderer-args", count}, ns(n), set(r))
+			}},
+		// A new release every round: an install, not an upgrade.
+		{key: "helm4-install", label: "helm 4 install (a new release)", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helm4, "install", fmt.Sprintf("new4-r%d", r), chart}, ns(n))
+		}},
+		{key: "hi-apply-builtin-install", label: "helm-inject apply, built-in, a new release", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helmInject, "apply", fmt.Sprintf("new-r%d", r), chart}, builtin, ns(n))
 		}},
 		{key: "hi-apply-ext", label: "helm-inject apply, external", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "external", chart, "--injector", ext(count)}, ns(n), set(r))
@@ -392,6 +413,7 @@ func (b *bench) measure() (results, error) {
 				if m.delayed {
 					env = append(env, b.delayed...)
 				}
+				env = append(env, m.env...)
 				if err := b.sampleRun(res, m.key, n, r, m.args(n, r, chart, count), env, count); err != nil {
 					return nil, fmt.Errorf("%s, N=%d: %w", m.label, n, err)
 				}
@@ -577,6 +599,10 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		{name: "apply, built-in ≤ 0.8x helm 4 upgrade --install", of: "hi-apply-builtin", per: "helm4-upgrade", limit: 0.8},
 		{name: "CPU of apply, built-in ≤ 0.6x helm 4 upgrade --install", of: "hi-apply-builtin", per: "helm4-upgrade", cpu: true, limit: 0.6},
 		{name: "apply, built-in ≤ 0.5x helm 4 upgrade --install, through the delay proxy", of: "hi-apply-builtin-delayed", per: "helm4-upgrade-delayed", limit: 0.5},
+		{name: "install, built-in ≤ 0.8x helm 4 install", of: "hi-apply-builtin-install", per: "helm4-install", limit: 0.8},
+		{name: "CPU of install, built-in ≤ 0.6x helm 4 install", of: "hi-apply-builtin-install", per: "helm4-install", cpu: true, limit: 0.6},
+		{name: "apply, external ≤ 1.0x helm 4 upgrade --install --post-renderer (plugin)", of: "hi-apply-ext", per: "helm4-postrender", limit: 1.0},
+		{name: "CPU of apply, external ≤ 1.0x helm 4 upgrade --install --post-renderer (plugin)", of: "hi-apply-ext", per: "helm4-postrender", cpu: true, limit: 1.0},
 		{name: "apply with nothing changed ≤ 0.5x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", limit: 0.5},
 		{name: "CPU of apply with nothing changed ≤ 0.5x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", cpu: true, limit: 0.5},
 		{"template, built-in ≤ 0.8x helm template", "hi-template-builtin", "helm-template", false, false, 0.8},
@@ -682,4 +708,17 @@ func replaceMarked(path, begin, end, body string) error {
 	}
 	s = s[:i+len(begin)] + "\n" + body + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// injectorPlugin writes a HELM_PLUGINS folder holding the fixture
+// injector as a helm 4 postrenderer/v1 plugin, bench-injector: helm 4
+// takes a post-renderer only as a plugin.
+func injectorPlugin(work, injector string) (string, error) {
+	dir := filepath.Join(work, "helm4-plugins")
+	manifest := fmt.Sprintf("apiVersion: v1\nname: bench-injector\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\n"+
+		"runtimeConfig:\n  platformCommand:\n    - command: %q\n", injector)
+	if err := os.MkdirAll(filepath.Join(dir, "bench-injector"), 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "bench-injector", "plugin.yaml"), []byte(manifest), 0o644)
 }
