@@ -97,6 +97,13 @@ type options struct {
 	// measured run of helm-inject and of the helm CLIs (each reads a
 	// variable naming the file), named METHOD-N-rROUND.prof.
 	profiles string
+	// writeConcurrency, when set, adds an apply method (on loopback and,
+	// with a delay, through the proxy) for each --write-concurrency value:
+	// the measurement that chooses its default.
+	writeConcurrency []int
+	// gogc, when set, adds apply and template methods run with each of
+	// these GOGC values: what tuning the collector would change.
+	gogc []string
 }
 
 func run(ctx context.Context) error {
@@ -110,6 +117,8 @@ func run(ctx context.Context) error {
 	flag.IntVar(&o.hfWorkloads, "hf-workloads", 100, "with -helmfile: workloads in each release's chart")
 	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "the delay proxy's latency each way for the delayed methods (0: leave them out)")
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of every measured helm-inject and helm run into this folder (METHOD-N-rROUND.prof; read with go tool pprof)")
+	wc := flag.String("write-concurrency", "", "also measure apply, built-in, with each of these --write-concurrency values (for example 1,4,16,32; methods hi-apply-wcN and hi-apply-wcN-delayed)")
+	gogc := flag.String("gogc", "", "also measure apply and template, built-in, with each of these GOGC values (for example 100,200,400,off; methods hi-apply-gogcV and hi-template-gogcV)")
 	flag.Parse()
 	if *only != "" {
 		o.only, o.write = strings.Split(*only, ","), false
@@ -120,6 +129,21 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("-sizes: %w", err)
 		}
 		o.sizes = append(o.sizes, n)
+	}
+	for _, s := range strings.Split(*wc, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("-write-concurrency %q: want whole numbers of 1 or more", *wc)
+		}
+		o.writeConcurrency = append(o.writeConcurrency, n)
+	}
+	for _, s := range strings.Split(*gogc, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.gogc = append(o.gogc, s)
+		}
 	}
 	var err error
 	if o.repo, err = repoRoot(); err != nil {
@@ -378,6 +402,31 @@ func (b *bench) methods() []method {
 				return slices.Concat([]string{b.helmInject, "apply", "builtin-delayed", chart}, builtin, ns(n), set(r))
 			}},
 		)
+	}
+	for _, c := range b.o.writeConcurrency {
+		wc := []string{"--write-concurrency", strconv.Itoa(c)}
+		all = append(all, method{key: fmt.Sprintf("hi-apply-wc%d", c), label: fmt.Sprintf("helm-inject apply, built-in, --write-concurrency %d", c), install: true,
+			args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helmInject, "apply", fmt.Sprintf("wc%d", c), chart}, builtin, wc, ns(n), set(r))
+			}})
+		if b.delayed != nil {
+			all = append(all, method{key: fmt.Sprintf("hi-apply-wc%d-delayed", c), label: fmt.Sprintf("helm-inject apply, built-in, --write-concurrency %d, %v each way", c, b.o.delay), install: true, delayed: true,
+				args: func(n, r int, chart, count string) []string {
+					return slices.Concat([]string{b.helmInject, "apply", fmt.Sprintf("wc%d-delayed", c), chart}, builtin, wc, ns(n), set(r))
+				}})
+		}
+	}
+	for _, g := range b.o.gogc {
+		env := []string{"GOGC=" + g}
+		all = append(all,
+			method{key: "hi-apply-gogc" + g, label: "helm-inject apply, built-in, GOGC=" + g, install: true, env: env,
+				args: func(n, r int, chart, count string) []string {
+					return slices.Concat([]string{b.helmInject, "apply", "gogc" + g, chart}, builtin, ns(n), set(r))
+				}},
+			method{key: "hi-template-gogc" + g, label: "helm-inject template, built-in, GOGC=" + g, env: env,
+				args: func(n, r int, chart, count string) []string {
+					return append([]string{b.helmInject, "template", "bench", chart}, builtin...)
+				}})
 	}
 	if len(b.o.only) == 0 {
 		return all
