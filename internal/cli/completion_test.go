@@ -129,9 +129,13 @@ func TestWithCompletionDescribesVersions(t *testing.T) {
 		"tls/1.0.0.yaml":  "name: tls\nversion: 1.0.0\ndescription: |\n  Terminates TLS.\n  Second line.\ntemplate: |\n  containers:\n    - name: tls\n      image: tls:1\n",
 		"tls/1.2.0.yaml":  "name: tls\nversion: 1.2.0\ndescription: |\n  Terminates TLS, with ALPN.\n  More.\ntemplate: |\n  containers:\n    - name: tls\n      image: tls:2\n",
 		"bare/0.1.0.yaml": "name: bare\nversion: 0.1.0\ntemplate: |\n  containers:\n    - name: bare\n      image: bare:1\n",
+		// A description whose first line is empty shows no text: only its
+		// first line is ever shown.
+		"edge/0.1.0.yaml": "name: edge\nversion: 0.1.0\ndescription: \"\\nDetails below.\"\ntemplate: |\n  containers:\n    - name: edge\n      image: edge:1\n",
 	})
 	for typed, want := range map[string]string{
 		"": "bare\t0.1.0 (newest)\nbare@0.1.0\n" +
+			"edge\t0.1.0 (newest)\nedge@0.1.0\n" +
 			"tls\t1.2.0 (newest): Terminates TLS, with ALPN.\ntls@1.2.0\tTerminates TLS, with ALPN.\ntls@1.0.0\tTerminates TLS.\n",
 		"tls@": "tls@1.2.0\tTerminates TLS, with ALPN.\ntls@1.0.0\tTerminates TLS.\n",
 	} {

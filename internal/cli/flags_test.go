@@ -408,21 +408,33 @@ func TestFlagValueDefaults(t *testing.T) {
 }
 
 // TestWriteConcurrencyBounds: --write-concurrency below 1 is refused naming
-// the release; above the client's burst (HELM_BURST_LIMIT) it is that burst.
+// the release; above the client's burst (HELM_BURST_LIMIT) it is that burst;
+// a burst of 0 (client-go's default) leaves it as given.
 func TestWriteConcurrencyBounds(t *testing.T) {
 	cmd, a := applyCommand(cli.New())
 	l := parsed(t, cmd, &a.releaseInputs, "--write-concurrency", "0")
 	if _, err := a.newApply(l); err == nil || err.Error() != `release "web": --write-concurrency 0: must be 1 or more` {
 		t.Errorf("--write-concurrency 0: %v", err)
 	}
-	t.Setenv("HELM_BURST_LIMIT", "8")
-	cmd, a = applyCommand(cli.New())
-	l = parsed(t, cmd, &a.releaseInputs, "--write-concurrency", "50")
-	ap, err := a.newApply(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ap.WriteConcurrency != 8 {
-		t.Errorf("--write-concurrency 50 with HELM_BURST_LIMIT=8: %d, want 8", ap.WriteConcurrency)
+	for _, tc := range []struct {
+		burst, flag string
+		want        int
+	}{
+		{"8", "50", 8},
+		{"8", "4", 4},
+		// 0 is client-go's own default burst, not a limit of zero: the
+		// flag is kept.
+		{"0", "4", 4},
+	} {
+		t.Setenv("HELM_BURST_LIMIT", tc.burst)
+		cmd, a = applyCommand(cli.New())
+		l = parsed(t, cmd, &a.releaseInputs, "--write-concurrency", tc.flag)
+		ap, err := a.newApply(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap.WriteConcurrency != tc.want {
+			t.Errorf("--write-concurrency %s with HELM_BURST_LIMIT=%s: %d, want %d", tc.flag, tc.burst, ap.WriteConcurrency, tc.want)
+		}
 	}
 }
