@@ -71,6 +71,7 @@ func TestPackageSourceDateEpoch(t *testing.T) {
 		want time.Time
 	}{
 		{"", time.Unix(0, 0)},
+		{"0", time.Unix(0, 0)}, // the epoch itself is a date, not a refusal
 		{"1700000000", time.Unix(1700000000, 0)},
 	} {
 		t.Setenv("SOURCE_DATE_EPOCH", tt.env)
