@@ -81,9 +81,8 @@ func newHelmfilePackageCommand() *cobra.Command {
 		// follows "--" for helmfile.
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
-				return cmd.Help()
-			}
+			// --help and -h, anywhere before "--", come back as
+			// pflag.ErrHelp (wrapped), which cobra answers with the help.
 			flags, helmfileArgs, err := helmfilePackageFlags(args)
 			if err != nil {
 				return err

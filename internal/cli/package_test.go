@@ -379,3 +379,21 @@ func TestHelmfilePackageFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmfilePackageCommand: `helmfile package` parses its own flags (so
+// cobra's are off): --help and -h, alone or after other flags, print its
+// help, and a helmfile flag
+// before "--" is refused before helmfile is looked for.
+func TestHelmfilePackageCommand(t *testing.T) {
+	for _, help := range [][]string{{"--help"}, {"-h"}, {"-d", "charts", "--help"}} {
+		out, errOut, code := runCLI(t, append([]string{"helmfile", "package"}, help...)...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "--push") {
+			t.Errorf("helmfile package %s: exit %d, %s\n%s", help, code, errOut, out)
+		}
+	}
+	t.Setenv("PATH", t.TempDir()) // no helmfile to run
+	_, errOut, code := runCLI(t, "helmfile", "package", "-e", "prod")
+	if code != 1 || !strings.Contains(errOut, `helmfile package: unknown shorthand flag: 'e' in -e; helmfile's own flags and selectors go after "--"`) {
+		t.Errorf("helmfile package -e prod: exit %d, %s", code, errOut)
+	}
+}
