@@ -397,3 +397,18 @@ func TestHelmfilePackageCommand(t *testing.T) {
 		t.Errorf("helmfile package -e prod: exit %d, %s", code, errOut)
 	}
 }
+
+// TestPackagePushFailureNamesTheRelease: a push that cannot reach its
+// registry fails the command with the release's name; the archive it
+// reported saving stays, for a later `helm-inject push`.
+func TestPackagePushFailureNamesTheRelease(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runCLI(t, "package", "web", apiChart, "--package-version", "1.0.0", "-d", dir, "--push", "oci://127.0.0.1:1/charts")
+	if code != 1 || !strings.Contains(errOut, `release "web": `) || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("push to a closed port: exit %d, %s", code, errOut)
+	}
+	archives, _ := filepath.Glob(filepath.Join(dir, "*.tgz"))
+	if len(archives) != 1 || !strings.Contains(out, "Successfully packaged chart and saved it to: "+archives[0]) {
+		t.Errorf("archives %v after %q", archives, out)
+	}
+}
