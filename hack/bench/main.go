@@ -48,6 +48,14 @@ func main() {
 		}
 		return
 	}
+	// Re-executed as the delay proxy, a process of its own (proxy.go).
+	if len(os.Args) > 1 && os.Args[1] == delayProxyCommand {
+		if err := runDelayProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "delay-proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctrllog.SetLogger(logr.Discard()) // envtest's progress lines
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -204,7 +212,7 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		addr, err := startDelayProxy(ctx, target, o.delay)
+		addr, err := startDelayProxyProcess(ctx, self, target, o.delay)
 		if err != nil {
 			return err
 		}

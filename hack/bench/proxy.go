@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -63,11 +66,14 @@ func delayedCopy(dst, src net.Conn, delay time.Duration) {
 	chunks := make(chan chunk, 4096)
 	go func() {
 		defer close(chunks)
+		buf := make([]byte, 32<<10)
 		for {
-			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				chunks <- chunk{time.Now().Add(delay), buf[:n]}
+				// A copy of what was read, not the whole buffer: a queue
+				// of full 32 KiB buffers for chunks of a few hundred
+				// bytes grew the proxy to hundreds of megabytes.
+				chunks <- chunk{time.Now().Add(delay), append([]byte(nil), buf[:n]...)}
 			}
 			if err != nil {
 				return
@@ -85,6 +91,52 @@ func delayedCopy(dst, src net.Conn, delay time.Duration) {
 	if tc, ok := dst.(*net.TCPConn); ok {
 		tc.CloseWrite()
 	}
+}
+
+// delayProxyCommand is the argument that re-executes the bench as the
+// delay proxy alone (runDelayProxy).
+const delayProxyCommand = "delay-proxy"
+
+// startDelayProxyProcess runs the delay proxy in a child process (the
+// bench itself, re-executed) and returns its address. A process of its
+// own, because a measured command's peak RSS (wait4's maxrss) starts at
+// the high-water mark of the process that started it: os/exec's vfork
+// shares the bench's memory until the exec, so a proxy's buffers inside
+// the bench would show up in every method's peak RSS.
+func startDelayProxyProcess(ctx context.Context, self, target string, delay time.Duration) (string, error) {
+	cmd := exec.CommandContext(ctx, self, delayProxyCommand, target, delay.String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting the delay proxy: %w", err)
+	}
+	go cmd.Wait() //nolint:errcheck // killed with ctx when the bench ends
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("the delay proxy gave no address: %w", err)
+	}
+	return strings.TrimSpace(addr), nil
+}
+
+// runDelayProxy is the proxy process: it prints its address and serves
+// until it is killed.
+func runDelayProxy(args []string) error {
+	if len(args) != 2 {
+		return fmt.Errorf("usage: %s TARGET DELAY", delayProxyCommand)
+	}
+	delay, err := time.ParseDuration(args[1])
+	if err != nil {
+		return err
+	}
+	addr, err := startDelayProxy(context.Background(), args[0], delay)
+	if err != nil {
+		return err
+	}
+	fmt.Println(addr)
+	select {}
 }
 
 // apiServerAddress is the host:port of the one cluster kubeconfig names.
