@@ -114,7 +114,10 @@ type applyFlagCase struct {
 // release.Apply upgrade builds from them (TestFlagParity counts a flag
 // whose want differs from the defaults as one whose effect is shown).
 func applyFlagCases() (release.Apply, []applyFlagCase) {
-	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Options: release.Options{Timeout: 5 * time.Minute, MaxHistory: 10, WriteConcurrency: release.DefaultWriteConcurrency}}
+	// WriteConcurrency 32: the default README.md and docs/performance.md
+	// state (chosen by measurement), written out rather than read from
+	// release.DefaultWriteConcurrency so that a changed default fails here.
+	defaults := release.Apply{Inputs: release.Inputs{Namespace: "default", Reconcile: inject.ReconcileAlways}, Options: release.Options{Timeout: 5 * time.Minute, MaxHistory: 10, WriteConcurrency: 32}}
 	with := func(f func(*release.Apply)) release.Apply { a := defaults; f(&a); return a }
 	return defaults, []applyFlagCase{
 		{nil, defaults},
