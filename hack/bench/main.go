@@ -336,6 +336,7 @@ func (b *bench) methods() []method {
 	ns := func(n int) []string {
 		return []string{"-n", fmt.Sprintf("bench-%d", n), "--create-namespace", "--history-max", "10"}
 	}
+	installNS := func(n int) []string { return []string{"-n", fmt.Sprintf("bench-%d", n), "--create-namespace"} }
 	sh := func(s string) []string { return []string{"sh", "-c", s} }
 	all := []method{
 		{key: "helm-template", label: "helm template (CLI)", args: func(n, r int, chart, count string) []string {
@@ -375,12 +376,13 @@ func (b *bench) methods() []method {
 				return slices.Concat([]string{b.helm4, "upgrade", "--install", "postrendered4", chart, "--post-renderer", "bench-injector",
 					"--post-renderer-args", "--count-file", "--post-renderer-args", count}, ns(n), set(r))
 			}},
-		// A new release every round: an install, not an upgrade.
+		// A new release every round: an install, not an upgrade (helm
+		// install has no --history-max).
 		{key: "helm4-install", label: "helm 4 install (a new release)", install: true, args: func(n, r int, chart, count string) []string {
-			return slices.Concat([]string{b.helm4, "install", fmt.Sprintf("new4-r%d", r), chart}, ns(n))
+			return slices.Concat([]string{b.helm4, "install", fmt.Sprintf("new4-r%d", r), chart}, installNS(n))
 		}},
 		{key: "hi-apply-builtin-install", label: "helm-inject apply, built-in, a new release", install: true, args: func(n, r int, chart, count string) []string {
-			return slices.Concat([]string{b.helmInject, "apply", fmt.Sprintf("new-r%d", r), chart}, builtin, ns(n))
+			return slices.Concat([]string{b.helmInject, "apply", fmt.Sprintf("new-r%d", r), chart}, builtin, installNS(n))
 		}},
 		{key: "hi-apply-ext", label: "helm-inject apply, external", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "external", chart, "--injector", ext(count)}, ns(n), set(r))
