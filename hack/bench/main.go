@@ -411,6 +411,12 @@ func (b *bench) methods() []method {
 			method{key: "hi-apply-builtin-delayed", label: "helm-inject apply, built-in, " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
 				return slices.Concat([]string{b.helmInject, "apply", "builtin-delayed", chart}, builtin, ns(n), set(r))
 			}},
+			method{key: "helm4-install-delayed", label: "helm 4 install (a new release), " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helm4, "install", fmt.Sprintf("new4-delayed-r%d", r), chart}, installNS(n))
+			}},
+			method{key: "hi-apply-builtin-install-delayed", label: "helm-inject apply, built-in, a new release, " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helmInject, "apply", fmt.Sprintf("new-delayed-r%d", r), chart}, builtin, installNS(n))
+			}},
 		)
 	}
 	for _, c := range b.o.writeConcurrency {
@@ -659,6 +665,7 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		{name: "CPU of apply, built-in ≤ 0.6x helm 4 upgrade --install", of: "hi-apply-builtin", per: "helm4-upgrade", cpu: true, limit: 0.6},
 		{name: "apply, built-in ≤ 0.5x helm 4 upgrade --install, through the delay proxy", of: "hi-apply-builtin-delayed", per: "helm4-upgrade-delayed", limit: 0.5},
 		{name: "install, built-in ≤ 0.8x helm 4 install", of: "hi-apply-builtin-install", per: "helm4-install", limit: 0.8},
+		{name: "install, built-in ≤ 0.5x helm 4 install, through the delay proxy", of: "hi-apply-builtin-install-delayed", per: "helm4-install-delayed", limit: 0.5},
 		{name: "CPU of install, built-in ≤ 0.6x helm 4 install", of: "hi-apply-builtin-install", per: "helm4-install", cpu: true, limit: 0.6},
 		{name: "apply, external ≤ 1.0x helm 4 upgrade --install --post-renderer (plugin)", of: "hi-apply-ext", per: "helm4-postrender", limit: 1.0},
 		{name: "CPU of apply, external ≤ 1.0x helm 4 upgrade --install --post-renderer (plugin)", of: "hi-apply-ext", per: "helm4-postrender", cpu: true, limit: 1.0},
