@@ -135,16 +135,14 @@ func (b *bench) helmfileMethods(chart string, releases int) ([]hfMethod, error) 
 		if err != nil {
 			return nil, err
 		}
-		m := hfMethod{key: "sync-" + f.key, label: f.label + " sync", base: "sync-post4", env: f.env}
-		m.argv = func(_, r int, _ string) []string {
-			return []string{hf, "--file", state, "--helm-binary", b.helm4, "sync", "--set", fmt.Sprintf("level=r%d", r)}
-		}
+		runner := []string{hf}
 		if f.key == "inject4" {
-			m.argv = func(_, r int, _ string) []string {
-				return []string{b.helmInject, "helmfile", "--file", state, "--helm-binary", b.helm4, "sync", "--set", fmt.Sprintf("level=r%d", r)}
-			}
+			runner = []string{b.helmInject, "helmfile"}
 		}
-		ms = append(ms, m)
+		ms = append(ms, hfMethod{key: "sync-" + f.key, label: f.label + " sync", base: "sync-post4", env: f.env,
+			argv: func(_, r int, _ string) []string {
+				return append(slices.Clip(runner), "--file", state, "--helm-binary", b.helm4, "sync", "--set", fmt.Sprintf("level=r%d", r))
+			}})
 	}
 	// The injector alone, once per release on a release's manifests as
 	// helm-inject gives them to it (FILE form): what any way of injecting

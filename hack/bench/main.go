@@ -333,10 +333,9 @@ func (b *bench) methods() []method {
 	builtin, logShipper := b.injectorFlags(sidecar), b.injectorFlags(shipper)
 	ext := func(count string) string { return "sidecar-injector f=FILE,count-file=" + count }
 	set := func(r int) []string { return []string{"--set", fmt.Sprintf("level=r%d", r)} }
-	ns := func(n int) []string {
-		return []string{"-n", fmt.Sprintf("bench-%d", n), "--create-namespace", "--history-max", "10"}
-	}
+	// installNS is for helm install, which has no --history-max.
 	installNS := func(n int) []string { return []string{"-n", fmt.Sprintf("bench-%d", n), "--create-namespace"} }
+	ns := func(n int) []string { return append(installNS(n), "--history-max", "10") }
 	sh := func(s string) []string { return []string{"sh", "-c", s} }
 	all := []method{
 		{key: "helm-template", label: "helm template (CLI)", args: func(n, r int, chart, count string) []string {
