@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -164,5 +166,53 @@ func TestApplyRefusesUnknownFieldsAsHelm4(t *testing.T) {
 	const server = `.bogusField: field not declared in schema`
 	if !strings.Contains(h4.stderr, server) || !strings.Contains(hi.stderr, server) {
 		t.Errorf("want the server's %q from both:\nhelm 4: %s\nhelm-inject: %s", server, h4.stderr, hi.stderr)
+	}
+}
+
+// TestApplyRefusesAnUnownedObjectAsHelm4: an install whose chart has an
+// object that already exists outside any release stops before writing
+// anything, with helm 4's own error, now that helm-inject reads the
+// objects for that check at once (release/readahead.go); with
+// --take-ownership both adopt it.
+func TestApplyRefusesAnUnownedObjectAsHelm4(t *testing.T) {
+	chart := t.TempDir()
+	testfs.Write(t, chart, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: unowned\nversion: 0.1.0\n",
+		"templates/cm.yaml": "{{ range until 5 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ $.Release.Name }}-{{ . }}\ndata:\n  a: b\n{{ end }}\n",
+	})
+	ns := namespace(t)
+	for _, name := range []string{"h4-3", "hi-3"} {
+		if _, err := clientset(t).CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"pre": "existing"},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h4 := command{}.run(t, helm4Bin(t), "upgrade", "--install", "h4", chart, "-n", ns)
+	hi := helmInject(t, "apply", "hi", chart, "-n", ns)
+	if h4.code == 0 || hi.code == 0 {
+		t.Fatalf("an object outside the release adopted:\nhelm 4: %s\nhelm-inject: %s", h4, hi)
+	}
+	refusal := func(r result, release string) string {
+		_, after, _ := strings.Cut(r.stderr, fmt.Sprintf(`ConfigMap "%s-3" in namespace %q exists and cannot be imported`, release, ns))
+		return strings.ReplaceAll(strings.TrimSpace(after), `"`+release+`"`, `"RELEASE"`)
+	}
+	if got, want := refusal(hi, "hi"), refusal(h4, "h4"); want == "" || got != want {
+		t.Errorf("helm-inject's refusal %q, want helm 4's %q\nhelm 4: %s\nhelm-inject: %s", got, want, h4, hi)
+	}
+	cms, err := clientset(t).CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		if strings.HasPrefix(cm.Name, "hi-") && cm.Name != "hi-3" || cm.Name == "hi-3" && cm.Labels["app.kubernetes.io/managed-by"] != "" {
+			t.Errorf("a refused install wrote ConfigMap %s", cm.Name)
+		}
+	}
+
+	mustHelmInject(t, "apply", "hi", chart, "-n", ns, "--take-ownership")
+	cm, err := clientset(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "hi-3", metav1.GetOptions{})
+	if err != nil || cm.Annotations["meta.helm.sh/release-name"] != "hi" {
+		t.Errorf("--take-ownership did not adopt hi-3: %v %v", err, cm.Annotations)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -117,12 +118,36 @@ func (o Options) check() error {
 }
 
 // writingWith puts the parallel writes of o.WriteConcurrency in front of
-// cfg's kube client for one install or upgrade; the returned function
-// puts Helm's client back.
-func (o Options) writingWith(cfg *action.Configuration) (restore func()) {
+// cfg's kube client for one install or upgrade, reading ahead the objects
+// named in added for Helm's existence check when cfg's client getter is a
+// cluster view (see readAhead); the returned function puts Helm's client
+// back.
+func (o Options) writingWith(ctx context.Context, cfg *action.Configuration, added map[objectName]bool) (restore func()) {
 	kc := cfg.KubeClient
-	cfg.KubeClient = withParallelWrites(kc, cmp.Or(o.WriteConcurrency, DefaultWriteConcurrency))
-	return func() { cfg.KubeClient = kc }
+	w := withParallelWrites(kc, cmp.Or(o.WriteConcurrency, DefaultWriteConcurrency))
+	view, _ := cfg.RESTClientGetter.(*clusterView)
+	if pw, ok := w.(*parallelWrites); ok && view != nil && !o.DryRun {
+		pw.ahead, pw.added, pw.ctx = view.ahead, added, ctx
+	}
+	cfg.KubeClient = w
+	return func() {
+		cfg.KubeClient = kc
+		if view != nil {
+			view.ahead.drop()
+		}
+	}
+}
+
+// addedObjects names the resources (not hooks) of changes that are added:
+// those Helm's existence check reads.
+func addedObjects(changes []Change) map[objectName]bool {
+	added := map[objectName]bool{}
+	for _, c := range changes {
+		if c.Type == Added && !c.Hook {
+			added[objectName{schema.FromAPIVersionAndKind(c.ID.APIVersion, c.ID.Kind).GroupKind(), c.ID.Name}] = true
+		}
+	}
+	return added
 }
 
 // NewApply returns an Apply bound to a Helm configuration.
@@ -159,6 +184,8 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	if current == nil && !a.Install {
 		return nil, fmt.Errorf("release %q has no deployed revision; use apply or upgrade --install", name)
 	}
+	// changes are what the upgrade adds, changes and removes.
+	var changes []Change
 	if current != nil && !a.DryRun {
 		d, err := decideRevision(p, revisionInputs{labels: a.Labels, forceUpgrade: a.ForceUpgrade, serverSide: a.ServerSide})
 		if err != nil {
@@ -167,12 +194,13 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 		if !d.newRevision() {
 			return &Result{Release: current, Unchanged: true}, nil
 		}
+		changes = d.Changes
 	}
 
 	if current == nil {
 		return a.install(ctx, p, name, vals)
 	}
-	return a.upgrade(ctx, p, name, vals)
+	return a.upgrade(ctx, p, name, vals, changes)
 }
 
 // install installs the planned chart as the first revision of name.
@@ -197,7 +225,7 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 	// with --keep-history) is replaced, as `helm upgrade --install` does.
 	inst.Replace = p.last != nil
 	a.cfg.Releases.MaxHistory = a.MaxHistory
-	stop, restore := a.watch(ctx, p), a.writingWith(a.cfg)
+	stop, restore := a.watch(ctx, p), a.writingWith(ctx, a.cfg, addedObjects(compare(nil, p.rendered.Documents, p.namespace)))
 	out, err := inst.RunWithContext(ctx, p.chart, vals)
 	stop()
 	restore()
@@ -215,7 +243,9 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 }
 
 // upgrade makes the planned chart the next revision of name.
-func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[string]any) (*Result, error) {
+// changes are the resources it adds, changes and removes (none known in a
+// dry run).
+func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[string]any, changes []Change) (*Result, error) {
 	up := action.NewUpgrade(a.cfg)
 	up.Namespace = a.Namespace
 	up.WaitStrategy, up.WaitForJobs, up.Timeout, up.RollbackOnFailure = a.waitStrategy(), a.WaitForJobs, a.Timeout, a.RollbackOnFailure
@@ -240,7 +270,7 @@ func (a *Apply) upgrade(ctx context.Context, p *plan, name string, vals map[stri
 	case ValuesResetThenReuse:
 		up.ResetThenReuseValues = true
 	}
-	stop, restore := a.watch(ctx, p), a.writingWith(a.cfg)
+	stop, restore := a.watch(ctx, p), a.writingWith(ctx, a.cfg, addedObjects(changes))
 	out, err := up.RunWithContext(ctx, name, p.chart, vals)
 	stop()
 	restore()

@@ -37,6 +37,8 @@ import (
 // invalidates the cache and asks the API server once, as kubectl does.
 type clusterView struct {
 	base genericclioptions.RESTClientGetter
+	// ahead is in front of every client's transport (see readAhead).
+	ahead *readAhead
 
 	mu        sync.Mutex
 	loader    clientcmd.ClientConfig
@@ -48,7 +50,7 @@ type clusterView struct {
 var _ genericclioptions.RESTClientGetter = (*clusterView)(nil)
 
 func newClusterView(base genericclioptions.RESTClientGetter) *clusterView {
-	return &clusterView{base: base}
+	return &clusterView{base: base, ahead: newReadAhead()}
 }
 
 // ToRESTConfig returns a copy of the REST config loaded once: callers set
@@ -61,6 +63,7 @@ func (v *clusterView) ToRESTConfig() (*rest.Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.Wrap(v.ahead.wrap)
 		v.config = c
 	}
 	return rest.CopyConfig(v.config), nil

@@ -1,6 +1,8 @@
 package release
 
 import (
+	"context"
+	"io"
 	"strings"
 	"sync"
 
@@ -37,19 +39,46 @@ const DefaultWriteConcurrency = 32
 //     the objects' order; nothing is deleted then, as in Helm;
 //   - objects the release no longer has are deleted after every write,
 //     by Helm's Update, as Helm does.
+//
+// Its Build also reads ahead, for Helm's existence check, the objects the
+// new revision adds (see readAhead).
 type parallelWrites struct {
 	*kube.Client
 	limit int
+	// ahead, when set, keeps the answers of reads made in Build for the
+	// objects named in added, each read once (an upgrade builds its target
+	// twice); ctx bounds those reads.
+	ahead *readAhead
+	mu    sync.Mutex
+	added map[objectName]bool
+	ctx   context.Context
 }
 
 // withParallelWrites puts parallel writes in front of Helm's kube client;
-// a limit below 2 keeps Helm's own Update.
+// a limit below 2 keeps Helm's own Update (and its reads one at a time).
 func withParallelWrites(kc kube.Interface, limit int) kube.Interface {
 	c, ok := kc.(*kube.Client)
 	if !ok || limit < 2 {
 		return kc
 	}
 	return &parallelWrites{Client: c, limit: limit}
+}
+
+// Build is Helm's Build; the objects of the result that the new revision
+// adds are then read ahead, for Helm's existence check, when ahead is set.
+func (p *parallelWrites) Build(reader io.Reader, validate bool) (kube.ResourceList, error) {
+	rs, err := p.Client.Build(reader, validate)
+	if err != nil || p.ahead == nil {
+		return rs, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.added) > 0 {
+		for _, name := range p.ahead.readAll(p.ctx, rs, p.added, p.limit) {
+			delete(p.added, name)
+		}
+	}
+	return rs, nil
 }
 
 // Update updates, or creates, every target and deletes the originals that

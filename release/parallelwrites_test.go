@@ -41,12 +41,31 @@ type objectServer struct {
 	maxIn    map[string]int
 	// fail makes a PATCH of this path answer 422.
 	fail map[string]bool
-	// delay is how long a PATCH takes.
-	delay time.Duration
+	// delay is how long a PATCH takes, getDelay a GET.
+	delay, getDelay time.Duration
+	// gets counts the GETs of each path; getsIn are those being served,
+	// maxGetsIn the most at once (of the paths in counted, if set).
+	gets              map[string]int
+	getsIn, maxGetsIn int
+	counted           map[string]bool
+}
+
+// resetCounts forgets the requests counted so far, and counts the GETs
+// in flight of these paths only (all when none are given).
+func (s *objectServer) resetCounts(paths ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gets, s.maxGetsIn, s.counted = map[string]int{}, 0, nil
+	for _, p := range paths {
+		if s.counted == nil {
+			s.counted = map[string]bool{}
+		}
+		s.counted[p] = true
+	}
 }
 
 func newObjectServer(t *testing.T, existing ...string) (*objectServer, *httptest.Server) {
-	s := &objectServer{objects: map[string][]byte{}, patches: map[string][]byte{}, inFlight: map[string]int{}, maxIn: map[string]int{}, fail: map[string]bool{}, delay: 20 * time.Millisecond}
+	s := &objectServer{objects: map[string][]byte{}, patches: map[string][]byte{}, inFlight: map[string]int{}, maxIn: map[string]int{}, fail: map[string]bool{}, delay: 20 * time.Millisecond, gets: map[string]int{}}
 	for _, path := range existing {
 		kind, name, _ := strings.Cut(path, "/")
 		s.objects[path] = object(kind, name, "old").body(t)
@@ -81,6 +100,19 @@ func (s *objectServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		s.mu.Lock()
+		s.gets[path]++
+		counted := s.counted == nil || s.counted[path]
+		if counted {
+			s.getsIn++
+			s.maxGetsIn = max(s.maxGetsIn, s.getsIn)
+		}
+		delay := s.getDelay
+		s.mu.Unlock()
+		time.Sleep(delay)
+		s.mu.Lock()
+		if counted {
+			s.getsIn--
+		}
 		body, ok := s.objects[path]
 		s.mu.Unlock()
 		if !ok {

@@ -69,7 +69,7 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&a.opts.CleanupOnFail, "cleanup-on-fail", false, "allow deletion of new resources created in this upgrade when it fails")
 	f.BoolVar(&a.opts.DisableOpenAPIValidation, "disable-openapi-validation", false, "do not validate rendered templates against the Kubernetes OpenAPI schema")
 	f.BoolVar(&a.opts.TakeOwnership, "take-ownership", false, "take ownership of existing resources that carry no (or other) Helm annotations, as helm's --take-ownership")
-	f.IntVar(&a.opts.WriteConcurrency, "write-concurrency", release.DefaultWriteConcurrency, "how many objects an upgrade writes at once within each group of helm's install order (1: one after the other, as helm); at most HELM_BURST_LIMIT")
+	f.IntVar(&a.opts.WriteConcurrency, "write-concurrency", release.DefaultWriteConcurrency, "how many objects an upgrade writes at once within each group of helm's install order, and an install or upgrade reads at once for helm's check of the objects it adds (1: one after the other, as helm); at most HELM_BURST_LIMIT")
 	f.StringToStringVarP(&a.inputs.Labels, "labels", "l", nil, "labels added to the release metadata, merged with the last revision's (a label set to null is removed)")
 	f.BoolVar(&a.hideNotes, "hide-notes", false, "do not print the notes (they are still stored in the release)")
 	f.BoolVar(&a.hideSecret, "hide-secret", false, "with --dry-run, print Secrets of the manifest as a comment")
