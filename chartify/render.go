@@ -47,6 +47,12 @@ type RenderOptions struct {
 	// with no "$ref" loaded from a file or URL (Argo CD's generate);
 	// Helm's validation reads both.
 	SchemaLoadsNothing bool
+	// KeepTree, when set, says which kinds of document keep their parse
+	// for their first manifest.Document.Tree: a built-in injector reads
+	// workloads again, and reading each document's identity has parsed
+	// all of it already. Other documents keep no parse (a parse kept
+	// takes memory until the documents go).
+	KeepTree func(kind string) bool
 }
 
 // Rendered is a rendered chart, split into documents.
@@ -137,7 +143,7 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 		}
 		delete(files, name)
 	}
-	if r.Documents, err = sortRendered(files); err != nil {
+	if r.Documents, err = sortRendered(files, o.KeepTree); err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
 	}
 	return r, nil
@@ -149,8 +155,9 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 // each stably sorted by Helm's install order of kinds), but reads each
 // document once, with our own parser and on every CPU, instead of once more
 // with sigs.k8s.io/yaml: that second parse was a third of every render.
-// TestSortRenderedMatchesHelm holds it to Helm's result.
-func sortRendered(files map[string]string) ([]manifest.Document, error) {
+// TestSortRenderedMatchesHelm holds it to Helm's result. Documents of the
+// kinds keep accepts keep their parse (see RenderOptions.KeepTree).
+func sortRendered(files map[string]string, keep func(kind string) bool) ([]manifest.Document, error) {
 	type part struct{ source, content, trailer string }
 	var parts []part
 	for _, p := range slices.Sorted(maps.Keys(files)) {
@@ -163,9 +170,12 @@ func sortRendered(files map[string]string) ([]manifest.Document, error) {
 	}
 	docs := make([]manifest.Document, len(parts))
 	err := parallel.For(len(parts), func(i int) error {
-		d, err := manifest.Parse(parts[i].source, parts[i].content)
+		d, err := manifest.ParseTree(parts[i].source, parts[i].content)
 		if err != nil {
 			return fmt.Errorf("rendered template %s: %w", parts[i].source, err)
+		}
+		if keep == nil || !keep(d.ID.Kind) {
+			d = d.WithoutTree()
 		}
 		d.Trailer = parts[i].trailer
 		docs[i] = d

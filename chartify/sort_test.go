@@ -54,7 +54,7 @@ func TestSortRenderedMatchesHelm(t *testing.T) {
 			for _, h := range hooks {
 				want = append(want, h.Path+"\n"+strings.TrimSpace(h.Manifest))
 			}
-			docs, err := sortRendered(copyFiles(files))
+			docs, err := sortRendered(copyFiles(files), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

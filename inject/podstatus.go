@@ -85,6 +85,13 @@ func readStatus(meta *yaml.Node) status {
 // podTemplatePath says where a kind keeps its pod template: the fields
 // below the object (none for a Pod, which is its own template); ok is
 // false for a kind without one.
+// HasPodTemplate reports whether resources of kind have a pod template: the
+// only kinds a built-in injector changes.
+func HasPodTemplate(kind string) bool {
+	_, ok := podTemplatePath(kind)
+	return ok
+}
+
 func podTemplatePath(kind string) (path []string, ok bool) {
 	switch kind {
 	case "Pod":
@@ -120,10 +127,16 @@ func parseObject(doc string) (root, obj *yaml.Node, err error) {
 	if err := yaml.Unmarshal([]byte(doc), root); err != nil {
 		return nil, nil, fmt.Errorf("reading a manifest: %w", err)
 	}
+	obj, err = documentObject(root)
+	return root, obj, err
+}
+
+// documentObject is the object of a parsed document.
+func documentObject(root *yaml.Node) (*yaml.Node, error) {
 	if len(root.Content) == 0 {
-		return nil, nil, errors.New("reading a manifest: the document is empty")
+		return nil, errors.New("reading a manifest: the document is empty")
 	}
-	return root, root.Content[0], nil
+	return root.Content[0], nil
 }
 
 // PodStatus reads the StatusAnnotation of a resource's pod template: which

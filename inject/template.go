@@ -81,7 +81,7 @@ func (t *TemplateInjector) Inject(ctx context.Context, manifests []byte, env Env
 	var out strings.Builder
 	err := untilDone(ctx, t.Def.Ref(), func() error {
 		for _, doc := range manifest.Split(string(manifests)) {
-			content, _, err := t.injectOne(ctx, doc, env)
+			content, _, err := t.injectOne(ctx, manifest.Document{Content: doc}, env)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func (t *TemplateInjector) injectDocuments(ctx context.Context, docs, out []mani
 		if _, ok := podTemplatePath(d.ID.Kind); !ok || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
 			return nil
 		}
-		content, changed, err := t.injectOne(ctx, d.Content, env)
+		content, changed, err := t.injectOne(ctx, d, env)
 		if err != nil {
 			return err
 		}
@@ -129,10 +129,16 @@ func (t *TemplateInjector) injectDocuments(ctx context.Context, docs, out []mani
 	})
 }
 
-// injectOne injects one document (trimmed YAML text) and returns its new
-// text, trimmed as manifest.Split returns it, and whether it changed.
-func (t *TemplateInjector) injectOne(ctx context.Context, doc string, env Env) (string, bool, error) {
-	root, obj, err := parseObject(doc)
+// injectOne injects one document (its Content trimmed YAML text) and
+// returns its new text, trimmed as manifest.Split returns it, and whether
+// it changed. The document's kept parse, if any, saves parsing it again.
+func (t *TemplateInjector) injectOne(ctx context.Context, d manifest.Document, env Env) (string, bool, error) {
+	doc := d.Content
+	root, err := d.Tree()
+	if err != nil {
+		return "", false, fmt.Errorf("reading a manifest: %w", err)
+	}
+	obj, err := documentObject(root)
 	if err != nil {
 		return "", false, err
 	}

@@ -80,6 +80,18 @@ type Declared struct {
 	Digests          *DigestCache
 }
 
+// BuiltIn reports whether a built-in injector is declared (at a fixed
+// version or chosen per release).
+func (d *Declared) BuiltIn() bool {
+	for _, s := range d.Specs {
+		switch s.(type) {
+		case *TemplateRef, *TemplateInjector:
+			return true
+		}
+	}
+	return false
+}
+
 // Choice is how a release's built-in injector versions are chosen.
 type Choice struct {
 	Strategy ReconcileStrategy

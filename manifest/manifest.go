@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -67,6 +68,52 @@ type Document struct {
 	// Hook is the value of the helm.sh/hook annotation, empty for a plain
 	// manifest.
 	Hook string
+
+	// tree is Content parsed, kept by ParseTree for the first Tree (see
+	// there).
+	tree *keptTree
+}
+
+// keptTree is a document's parse, handed out once: copies of a Document
+// share it, and only one of them may have the nodes to change.
+type keptTree struct {
+	mu   sync.Mutex
+	root *yaml.Node
+	of   string // the Content parsed
+}
+
+// Equal reports whether two documents have the same source, content,
+// trailer, identity and hook; a parse kept for Tree is no part of a
+// document's value. (go-cmp compares documents with it.)
+func (d Document) Equal(o Document) bool {
+	return d.Source == o.Source && d.Content == o.Content && d.Trailer == o.Trailer && d.ID == o.ID && d.Hook == o.Hook
+}
+
+// Tree returns Content parsed into a YAML document node that the caller
+// owns and may change: the first call on a document from ParseTree (or on
+// any copy of it) gets the parse ParseTree made, while Content is still
+// the text it parsed; every other call parses Content again (the error is
+// yaml.v3's). Reading a document's identity parses all of it, and a
+// built-in injector needs all of it: this way the text is parsed once.
+func (d Document) Tree() (*yaml.Node, error) {
+	if t := d.tree; t != nil {
+		t.mu.Lock()
+		root := t.root
+		if root != nil && t.of == d.Content {
+			t.root = nil
+		} else {
+			root = nil
+		}
+		t.mu.Unlock()
+		if root != nil {
+			return root, nil
+		}
+	}
+	root := &yaml.Node{}
+	if err := yaml.Unmarshal([]byte(d.Content), root); err != nil {
+		return nil, err
+	}
+	return root, nil
 }
 
 // Empty reports whether the document holds only comments: a template whose
@@ -205,11 +252,30 @@ var ErrNotResource = errors.New("not a Kubernetes resource")
 // Parse reads a document's identity and hook annotation. content must hold a
 // single YAML document, or only comments (an Empty document).
 func Parse(source, content string) (Document, error) {
+	d, err := ParseTree(source, content)
+	return d.WithoutTree(), err
+}
+
+// WithoutTree is d without the parse ParseTree kept: its memory is freed
+// when no copy of d keeps it.
+func (d Document) WithoutTree() Document {
+	d.tree = nil
+	return d
+}
+
+// ParseTree is Parse, and keeps the parse for the document's Tree.
+func ParseTree(source, content string) (Document, error) {
 	if onlyComments(content) {
 		return Document{Source: source, Content: content}, nil
 	}
+	// yaml.Unmarshal into the head would parse the whole document into
+	// nodes and decode the head from them; here the nodes are kept.
+	root := &yaml.Node{}
+	if err := yaml.Unmarshal([]byte(content), root); err != nil {
+		return Document{}, fmt.Errorf("invalid YAML: %w", err)
+	}
 	var h head
-	if err := yaml.Unmarshal([]byte(content), &h); err != nil {
+	if err := root.Decode(&h); err != nil {
 		return Document{}, fmt.Errorf("invalid YAML: %w", err)
 	}
 	// Unmarshal reads the first document only. Another one needs a line
@@ -236,6 +302,7 @@ func Parse(source, content string) (Document, error) {
 		Content: content,
 		ID:      ID{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name},
 		Hook:    h.Metadata.Annotations["helm.sh/hook"],
+		tree:    &keptTree{root: root, of: content},
 	}, nil
 }
 

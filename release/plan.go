@@ -242,6 +242,10 @@ type built struct {
 
 // renderAndInject renders the source chart and runs the injectors over it.
 func renderAndInject(ctx context.Context, name string, src Source, vals map[string]any, opts chartify.RenderOptions, declared *inject.Declared, choose Chooser, injectDir string) (*built, error) {
+	if declared != nil && declared.BuiltIn() {
+		// The injector reads the workloads the render has just parsed.
+		opts.KeepTree = inject.HasPodTemplate
+	}
 	rendered, err := chartify.Render(src.Chart, vals, opts)
 	if err != nil {
 		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
