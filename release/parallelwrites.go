@@ -73,10 +73,8 @@ func (p *parallelWrites) Build(reader io.Reader, validate bool) (kube.ResourceLi
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.added) > 0 {
-		for _, name := range p.ahead.readAll(p.ctx, rs, p.added, p.limit) {
-			delete(p.added, name)
-		}
+	for _, name := range p.ahead.readAll(p.ctx, rs, p.added, p.limit) {
+		delete(p.added, name)
 	}
 	return rs, nil
 }
