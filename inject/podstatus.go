@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/helm-inject/helm-inject/manifest"
 )
 
 // Annotations on injected pod templates.
@@ -82,9 +84,6 @@ func readStatus(meta *yaml.Node) status {
 	return st
 }
 
-// podTemplatePath says where a kind keeps its pod template: the fields
-// below the object (none for a Pod, which is its own template); ok is
-// false for a kind without one.
 // HasPodTemplate reports whether resources of kind have a pod template: the
 // only kinds a built-in injector changes.
 func HasPodTemplate(kind string) bool {
@@ -92,6 +91,9 @@ func HasPodTemplate(kind string) bool {
 	return ok
 }
 
+// podTemplatePath says where a kind keeps its pod template: the fields
+// below the object (none for a Pod, which is its own template); ok is
+// false for a kind without one.
 func podTemplatePath(kind string) (path []string, ok bool) {
 	switch kind {
 	case "Pod":
@@ -120,23 +122,17 @@ func podTemplateOf(obj *yaml.Node) (*yaml.Node, string, string) {
 	return tmpl, kind, name
 }
 
-// parseObject reads one YAML document and returns its root node and the
-// object in it.
-func parseObject(doc string) (root, obj *yaml.Node, err error) {
-	root = &yaml.Node{}
-	if err := yaml.Unmarshal([]byte(doc), root); err != nil {
+// parseObject returns a document's root node, which the caller may
+// change (the parse the document kept, if any: manifest.Document.Tree),
+// and the object under it.
+func parseObject(d manifest.Document) (root, obj *yaml.Node, err error) {
+	if root, err = d.Tree(); err != nil {
 		return nil, nil, fmt.Errorf("reading a manifest: %w", err)
 	}
-	obj, err = documentObject(root)
-	return root, obj, err
-}
-
-// documentObject is the object of a parsed document.
-func documentObject(root *yaml.Node) (*yaml.Node, error) {
 	if len(root.Content) == 0 {
-		return nil, errors.New("reading a manifest: the document is empty")
+		return nil, nil, errors.New("reading a manifest: the document is empty")
 	}
-	return root.Content[0], nil
+	return root, root.Content[0], nil
 }
 
 // PodStatus reads the StatusAnnotation of a resource's pod template: which
@@ -144,7 +140,7 @@ func documentObject(root *yaml.Node) (*yaml.Node, error) {
 // resource's kind and name, and no entries for a resource without a pod
 // template or without injection.
 func PodStatus(doc string) (kind, name string, entries []StatusEntry, err error) {
-	_, obj, err := parseObject(doc)
+	_, obj, err := parseObject(manifest.Document{Content: doc})
 	if err != nil {
 		return "", "", nil, err
 	}

@@ -115,7 +115,7 @@ func (t *TemplateInjector) InjectDocuments(ctx context.Context, docs []manifest.
 func (t *TemplateInjector) injectDocuments(ctx context.Context, docs, out []manifest.Document, env Env) error {
 	return parallel.For(len(docs), func(i int) error {
 		d := docs[i]
-		if _, ok := podTemplatePath(d.ID.Kind); !ok || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
+		if !HasPodTemplate(d.ID.Kind) || (len(t.Def.Select.Kinds) > 0 && !containsString(t.Def.Select.Kinds, d.ID.Kind)) {
 			return nil
 		}
 		content, changed, err := t.injectOne(ctx, d, env)
@@ -134,11 +134,7 @@ func (t *TemplateInjector) injectDocuments(ctx context.Context, docs, out []mani
 // it changed. The document's kept parse, if any, saves parsing it again.
 func (t *TemplateInjector) injectOne(ctx context.Context, d manifest.Document, env Env) (string, bool, error) {
 	doc := d.Content
-	root, err := d.Tree()
-	if err != nil {
-		return "", false, fmt.Errorf("reading a manifest: %w", err)
-	}
-	obj, err := documentObject(root)
+	root, obj, err := parseObject(d)
 	if err != nil {
 		return "", false, err
 	}

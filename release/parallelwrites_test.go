@@ -181,9 +181,17 @@ func (o testObject) body(t *testing.T) []byte {
 // (value "new"), with clients of srv.
 func infos(t *testing.T, srv *httptest.Server, paths ...string) kube.ResourceList {
 	t.Helper()
+	return infosWith(t, &rest.Config{Host: srv.URL}, paths...)
+}
+
+// infosWith is infos with clients made from cfg (its host, transport and
+// warning handler).
+func infosWith(t *testing.T, cfg *rest.Config, paths ...string) kube.ResourceList {
+	t.Helper()
 	cc := resource.UnstructuredPlusDefaultContentConfig()
 	cc.GroupVersion = &schema.GroupVersion{Version: "v1"}
-	client, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, APIPath: "/api", ContentConfig: cc})
+	cfg.APIPath, cfg.ContentConfig = "/api", cc
+	client, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,28 +31,20 @@ import (
 // of host whose transport goes through ahead, as a cluster view's do.
 func aheadInfos(t *testing.T, host string, ahead *readAhead, warn rest.WarningHandler, paths ...string) kube.ResourceList {
 	t.Helper()
-	cc := resource.UnstructuredPlusDefaultContentConfig()
-	cc.GroupVersion = &schema.GroupVersion{Version: "v1"}
-	cfg := &rest.Config{Host: host, APIPath: "/api", ContentConfig: cc, WarningHandler: warn}
+	cfg := &rest.Config{Host: host, WarningHandler: warn}
 	cfg.Wrap(ahead.wrap)
-	client, err := rest.RESTClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list kube.ResourceList
-	for _, path := range paths {
-		kind, name, _ := strings.Cut(path, "/")
-		o := object(kind, name, "new")
-		list = append(list, &resource.Info{
-			Client: client, Namespace: "shop", Name: name, Object: o.u,
-			Mapping: &meta.RESTMapping{
-				Resource:         schema.GroupVersionResource{Version: "v1", Resource: kind},
-				GroupVersionKind: o.u.GroupVersionKind(),
-				Scope:            meta.RESTScopeNamespace,
-			},
-		})
-	}
-	return list
+	return infosWith(t, cfg, paths...)
+}
+
+// viewConfig is a Helm configuration whose clients reach the object
+// server at host through a cluster view, as NewConfiguration's do.
+func viewConfig(t *testing.T, host string) *action.Configuration {
+	t.Helper()
+	view := newClusterView(objectServerGetter{fakeCluster: newFakeCluster(), host: host})
+	cfg := memoryConfig(t)
+	cfg.RESTClientGetter = view
+	cfg.KubeClient = kube.New(view)
+	return cfg
 }
 
 func configMapNames(names ...string) map[objectName]bool {
@@ -238,11 +230,7 @@ func TestApplyInstallReadsAhead(t *testing.T) {
 		t.Run(fmt.Sprint(tt.concurrency, tt.existing), func(t *testing.T) {
 			srv, ts := newObjectServer(t, tt.existing...)
 			srv.getDelay = 20 * time.Millisecond
-			view := newClusterView(objectServerGetter{fakeCluster: newFakeCluster(), host: ts.URL})
-			cfg := memoryConfig(t)
-			cfg.RESTClientGetter = view
-			cfg.KubeClient = kube.New(view)
-			a := NewApply(cfg)
+			a := NewApply(viewConfig(t, ts.URL))
 			a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
 			a.DisableOpenAPIValidation = true
 			a.WriteConcurrency = tt.concurrency
@@ -290,10 +278,7 @@ func TestApplyUpgradeReadsAheadWhatItAdds(t *testing.T) {
 		t.Run(fmt.Sprint(tt.concurrency), func(t *testing.T) {
 			srv, ts := newObjectServer(t)
 			srv.getDelay = 20 * time.Millisecond
-			view := newClusterView(objectServerGetter{fakeCluster: newFakeCluster(), host: ts.URL})
-			cfg := memoryConfig(t)
-			cfg.RESTClientGetter = view
-			cfg.KubeClient = kube.New(view)
+			cfg := viewConfig(t, ts.URL)
 			apply := func(n int) {
 				t.Helper()
 				a := NewApply(cfg)
