@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	helmchart "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
@@ -111,7 +112,13 @@ func Load(ref string, o LoadOptions) (*chart.Chart, SourceKind, error) {
 }
 
 func loadChart(path string) (*chart.Chart, error) {
-	ch, err := loader.Load(path)
+	var ch *chart.Chart
+	var err error
+	if fi, statErr := os.Stat(path); statErr == nil && fi.IsDir() {
+		ch, err = loadDir(path, archive.MaxDecompressedChartSize)
+	} else {
+		ch, err = loader.Load(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading chart %s: %w", path, err)
 	}
