@@ -189,20 +189,47 @@ func sortRendered(files map[string]string, keep func(kind string) bool) ([]manif
 
 // installOrdered takes documents in file order (files by path, documents in
 // their file's order) and returns Helm's order: plain manifests, then hooks
-// of the events Helm knows, each group stably sorted by kind.
+// of the events Helm knows, each group stably sorted by kind as Helm's
+// lessByKind sorts (known kinds in install order, unknown kinds after them
+// alphabetically). It sorts small keys, each kind looked up once, and moves
+// every document once: sorting the documents themselves moved their large
+// structs at every step and looked kinds up at every comparison.
 func installOrdered(docs []manifest.Document) []manifest.Document {
-	var generic, hooks []manifest.Document
-	for _, d := range docs {
-		switch {
-		case d.Hook == "":
-			generic = append(generic, d)
-		case knownHook(d.Hook):
-			hooks = append(hooks, d)
-		}
+	type key struct {
+		hook bool
+		rank int // the index in Helm's install order, unknownKind for a kind not in it
+		kind string
+		at   int
 	}
-	sortByKind(generic)
-	sortByKind(hooks)
-	return append(generic, hooks...)
+	unknownKind := len(releaseutil.InstallOrder)
+	keys := make([]key, 0, len(docs))
+	for i, d := range docs {
+		if d.Hook != "" && !knownHook(d.Hook) {
+			continue
+		}
+		r, ok := installOrder[d.ID.Kind]
+		if !ok {
+			r = unknownKind
+		}
+		keys = append(keys, key{hook: d.Hook != "", rank: r, kind: d.ID.Kind, at: i})
+	}
+	slices.SortStableFunc(keys, func(a, b key) int {
+		switch {
+		case a.hook != b.hook:
+			if a.hook {
+				return 1
+			}
+			return -1
+		case a.rank != b.rank || a.rank != unknownKind:
+			return a.rank - b.rank
+		}
+		return strings.Compare(a.kind, b.kind)
+	})
+	ordered := make([]manifest.Document, len(keys))
+	for i, k := range keys {
+		ordered[i] = docs[k.at]
+	}
+	return ordered
 }
 
 // knownHook reports whether every event in a helm.sh/hook value is one
@@ -231,25 +258,6 @@ var installOrder = func() map[string]int {
 	}
 	return m
 }()
-
-// sortByKind is Helm's lessByKind: known kinds in install order, unknown
-// kinds after them alphabetically, the original order kept otherwise.
-func sortByKind(docs []manifest.Document) {
-	slices.SortStableFunc(docs, func(x, y manifest.Document) int {
-		a, b := x.ID.Kind, y.ID.Kind
-		ia, aok := installOrder[a]
-		ib, bok := installOrder[b]
-		switch {
-		case !aok && !bok:
-			return strings.Compare(a, b)
-		case !aok:
-			return 1
-		case !bok:
-			return -1
-		}
-		return ia - ib
-	})
-}
 
 // OfflineCapabilities are the capabilities of `helm template`: Helm's
 // defaults, optionally with another Kubernetes version (--kube-version) and

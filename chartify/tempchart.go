@@ -1,6 +1,7 @@
 package chartify
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,7 +95,7 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 		files[name] = append(files[name], d)
 	}
 	for _, name := range order {
-		tc.Templates = append(tc.Templates, &common.File{Name: name, Data: []byte(templateFile(files[name]))})
+		tc.Templates = append(tc.Templates, &common.File{Name: name, Data: templateFile(files[name])})
 	}
 	if r.Notes != "" {
 		tc.Templates = append(tc.Templates, &common.File{Name: "templates/NOTES.txt", Data: []byte(Escape(r.Notes))})
@@ -178,14 +179,17 @@ func flatten(chartName, source, dir string) (string, error) {
 // order Helm installs and prints in, since it was the last of its kind in
 // its file and Helm's sort by kind is stable. Any other such document
 // gets a line end.
-func templateFile(docs []manifest.Document) string {
+func templateFile(docs []manifest.Document) []byte {
 	last := len(docs) - 1
+	size := 0
 	for i, d := range docs {
 		if !strings.HasSuffix(d.Trailer, "\n") {
 			last = i
 		}
+		size += len("---\n") + len(d.Content) + len(d.Trailer) + len("\n")
 	}
-	var b strings.Builder
+	// Sized once (escapes aside), and handed over without a copy.
+	b := bytes.NewBuffer(make([]byte, 0, size))
 	write := func(d manifest.Document, end bool) {
 		b.WriteString("---\n")
 		b.WriteString(Escape(d.Content))
@@ -200,7 +204,7 @@ func templateFile(docs []manifest.Document) string {
 		}
 	}
 	write(docs[last], false)
-	return b.String()
+	return b.Bytes()
 }
 
 // flattenCRDs collects the CRDs of the chart and all its subcharts, keeping
