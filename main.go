@@ -10,6 +10,7 @@ import (
 
 	"github.com/helm-inject/helm-inject/helmfile"
 	"github.com/helm-inject/helm-inject/internal/cli"
+	_ "github.com/helm-inject/helm-inject/internal/gctune"
 	"github.com/helm-inject/helm-inject/internal/interrupt"
 	"github.com/helm-inject/helm-inject/internal/profiling"
 )
