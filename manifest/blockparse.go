@@ -32,6 +32,11 @@ func parseBlock(content string) (*yaml.Node, bool) {
 			return nil, false
 		}
 	}
+	// A line that starts with "---" or "..." may be a document marker.
+	if strings.HasPrefix(content, "---") || strings.HasPrefix(content, "...") ||
+		strings.Contains(content, "\n---") || strings.Contains(content, "\n...") {
+		return nil, false
+	}
 	p := blockParser{lines: strings.Split(content, "\n")}
 	// One allocation for the nodes instead of one a node: a key and its
 	// value for every ": " or ":" at the end of a line, the item of a
@@ -60,14 +65,15 @@ func parseBlock(content string) (*yaml.Node, bool) {
 	return doc, true
 }
 
-// declined are the bytes parseBlock leaves to yaml.v3 wherever they occur:
-// comments, tabs, anchors and aliases, tags, block scalars, directives,
-// reserved indicators, escapes and complex keys. Flow indicators are
+// declined are the printable bytes parseBlock leaves to yaml.v3 wherever
+// they occur (a tab, like every control byte but the line feed, is
+// declined before this table): comments, anchors and aliases, tags, block
+// scalars, directives, reserved indicators, escapes and complex keys. Flow indicators are
 // read where they stand: in block context a plain scalar holds them after
 // its first byte, and a value that is "{}" or "[]" is taken, any other
 // flow collection declined.
 var declined = func() (t [256]bool) {
-	for _, c := range "\t#&*!|>%@`\\?" {
+	for _, c := range "#&*!|>%@`\\?" {
 		t[c] = true
 	}
 	return t
@@ -214,13 +220,12 @@ func (p *blockParser) mapping(i, col int) (*yaml.Node, int, bool) {
 			m.Content = p.content(base)
 			return m, i, true
 		}
-		switch indent := indentOf(p.lines[i]); {
-		case indent < col:
+		if indentOf(p.lines[i]) < col {
 			m.Content = p.content(base)
 			return m, i, true
-		case indent > col || isEntry(p.lines[i][col:]):
-			return nil, 0, false
 		}
+		// The next key: a deeper line (a continued scalar) or an entry
+		// starts with a space or "- ", which no key does, and is declined.
 	}
 }
 
@@ -230,15 +235,10 @@ func (p *blockParser) value(i, col, after int) (*yaml.Node, int, bool) {
 	line := p.lines[i]
 	at := after + indentOf(line[after:])
 	if at < len(line) {
+		// A deeper line after it, which would continue the scalar or be an
+		// error, is declined by the mapping.
 		n, ok := p.scalar(line[at:], i, at)
-		if !ok {
-			return nil, 0, false
-		}
-		// A deeper line after a scalar would continue it or be an error.
-		if j := p.nextLine(i + 1); j < len(p.lines) && indentOf(p.lines[j]) > col {
-			return nil, 0, false
-		}
-		return n, i + 1, true
+		return n, i + 1, ok
 	}
 	j := p.nextLine(i + 1)
 	if j < len(p.lines) {
@@ -276,9 +276,6 @@ func (p *blockParser) sequence(i, col int) (*yaml.Node, int, bool) {
 		} else {
 			var ok bool
 			if item, ok = p.scalar(rest, i, at); !ok {
-				return nil, 0, false
-			}
-			if j := p.nextLine(next); j < len(p.lines) && indentOf(p.lines[j]) > col {
 				return nil, 0, false
 			}
 		}

@@ -150,6 +150,10 @@ func TestParseBlockDeclines(t *testing.T) {
 		"flow mapping":           "a: {b: 1}",
 		"flow sequence":          "a: [1, 2]",
 		"document marker":        "a: 1\n---\nb: 2",
+		"marker as a key":        "--- 0:",
+		"end marker as a key":    "a: 1\n... b: 2",
+		"tab indentation":        "a:\n\tb: 1",
+		"tab after a value":      "a: 1\t",
 		"non-ASCII":              "a: é",
 		"CR":                     "a: 1\r\nb: 2",
 		"space after quoted key": "\"a\" : 1",
@@ -182,7 +186,7 @@ func TestParseBlockDeclines(t *testing.T) {
 // break) and a line at a time (indented or dedented by one, repeated):
 // whatever of that parseBlock takes, yaml.v3 must read the same way.
 func TestParseBlockMatchesYAMLv3(t *testing.T) {
-	inserts := []string{" ", "\n", ":", "-", "- ", "'", "\"", "x", "{}", "[]", "0", "~", ": ", ",", "[", "}", "\"k\": ", "'k': "}
+	inserts := []string{" ", "\n", ":", "-", "- ", "'", "\"", "x", "{}", "[]", "0", "~", ": ", ",", "[", "}", "\"k\": ", "'k': ", "\t", "#", "---", "..."}
 	for name, text := range map[string]string{"deployment": renderedDeployment, "service": renderedService} {
 		t.Run(name, func(t *testing.T) {
 			var variants []string
@@ -229,4 +233,22 @@ func FuzzParseBlock(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		mustMatchYAMLv3(t, text)
 	})
+}
+
+// TestParseBlockContentsApart: the Content slices parseBlock cuts from one
+// array stay apart: a built-in injector appending a container to one
+// sequence, or a key to one mapping, changes no other node's children.
+func TestParseBlockContentsApart(t *testing.T) {
+	root, ok := parseBlock("a:\n  - x\nb:\n  c: 1\nd: 2")
+	if !ok {
+		t.Fatal("parseBlock declined")
+	}
+	top := root.Content[0]
+	seq, inner := top.Content[1], top.Content[3]
+	seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "added"})
+	inner.Content = append(inner.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "k"}, &yaml.Node{Kind: yaml.ScalarNode, Value: "v"})
+	want := "a:\n  - x\n  - added\nb:\n  c: 1\n  k: v\nd: 2"
+	if got := encode(t, root); got != want {
+		t.Errorf("after the appends:\n%s\nwant:\n%s", got, want)
+	}
 }
