@@ -10,7 +10,6 @@ import (
 
 	"github.com/helm-inject/helm-inject/helmfile"
 	"github.com/helm-inject/helm-inject/internal/cli"
-	_ "github.com/helm-inject/helm-inject/internal/gctune"
 	"github.com/helm-inject/helm-inject/internal/interrupt"
 	"github.com/helm-inject/helm-inject/internal/profiling"
 )
