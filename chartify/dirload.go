@@ -151,7 +151,9 @@ func (w *dirWalk) children(path string, entries []fs.DirEntry) error {
 			}
 			err = w.walk(p, fi)
 		}
-		if err != nil && (!t.IsDir() && t&fs.ModeSymlink == 0 || !errors.Is(err, filepath.SkipDir)) {
+		// Only an ignored folder answers SkipDir (a link's walk swallows
+		// it), which skips that folder alone, as in Helm.
+		if err != nil && !errors.Is(err, filepath.SkipDir) {
 			return err
 		}
 	}

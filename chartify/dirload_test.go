@@ -127,6 +127,15 @@ func TestLoadDirMatchesHelm(t *testing.T) {
 			big(t, filepath.Join(dir, "templates", "a.yaml"), archive.MaxDecompressedChartSize/2+1)
 			big(t, filepath.Join(dir, "templates", "b.yaml"), archive.MaxDecompressedChartSize/2+1)
 		}, wantErr: "error reading templates/b.yaml: chart exceeds maximum decompressed size"},
+		"files that fill the budget to the byte": {build: func(t *testing.T, dir string) {
+			used := int64(len(chartYAML) + len("kind: Service\n"))
+			big(t, filepath.Join(dir, "templates", "fill.yaml"), archive.MaxDecompressedChartSize-used)
+		}, templates: []string{"templates/fill.yaml", "templates/svc.yaml"}},
+		"a link to a file longer than its size says": {build: func(t *testing.T, dir string) {
+			// /proc files stat as empty and read as text: the loader
+			// reads past what fstat said, as Helm's reads to the end.
+			link(t, "/proc/version", filepath.Join(dir, "templates", "version.txt"))
+		}, templates: []string{"templates/svc.yaml", "templates/version.txt"}},
 		"a byte order mark": {build: func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "templates", "bom.yaml"), "\xEF\xBB\xBFkind: Secret\n")
 		}, templates: []string{"templates/bom.yaml", "templates/svc.yaml"}},

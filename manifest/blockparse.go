@@ -262,8 +262,8 @@ func (p *blockParser) sequence(i, col int) (*yaml.Node, int, bool) {
 	for {
 		line := p.lines[i]
 		at := col + 1 + indentOf(line[col+1:])
-		if at == len(line) || at == col+1 {
-			return nil, 0, false // an item on lines of its own, or "-x"
+		if at == len(line) {
+			return nil, 0, false // an item on lines of its own
 		}
 		rest := line[at:]
 		var item *yaml.Node

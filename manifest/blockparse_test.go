@@ -123,6 +123,9 @@ func TestParseBlockTakesRenderedManifests(t *testing.T) {
 		"quoted values":                        "a: \"x: y, {z}\"\nb: 'p: q, r'\nc: \"\"\nd: ''",
 		"quoted keys":                          "\"helm.sh/hook\": post-install\n'it''s': \"x\"",
 		"flow indicators after the first byte": "a: x,y\nb: x[0]\nc[1]: y{z}",
+		"quoted items":                         "a:\n- \"x\"\n- 'y'",
+		"a key of 1000 bytes":                  strings.Repeat("k", 1000) + ": v",
+		"more nodes than counted":              "a:\n  b:\n    c:\n      d:",
 		"resolved scalars":                     "a: 1\nb: -2\nc: 0x1F\nd: 1e3\ne: .inf\nf: true\ng: False\nh: null\ni: 2001-12-14\nj: y\nk: +1",
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +157,9 @@ func TestParseBlockDeclines(t *testing.T) {
 		"end marker as a key":    "a: 1\n... b: 2",
 		"tab indentation":        "a:\n\tb: 1",
 		"tab after a value":      "a: 1\t",
+		"DEL":                    "a: x\x7f",
+		"unit separator":         "a: x\x1f",
+		"a key of 1001 bytes":    strings.Repeat("k", 1001) + ": v",
 		"non-ASCII":              "a: é",
 		"CR":                     "a: 1\r\nb: 2",
 		"space after quoted key": "\"a\" : 1",
@@ -216,6 +222,7 @@ func TestParseBlockMatchesYAMLv3(t *testing.T) {
 					taken++
 				}
 			}
+			t.Logf("parseBlock took %d of %d edited documents", taken, len(variants))
 			// The edits must reach the parser, not only its declines.
 			if taken < len(variants)/3 {
 				t.Errorf("parseBlock took %d of %d edited documents", taken, len(variants))
