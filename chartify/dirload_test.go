@@ -210,3 +210,26 @@ func big(t *testing.T, path string, size int64) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadFolderAndArchive: Load takes a chart folder through loadDir and
+// a packaged chart through Helm's archive loader, each to what Helm's
+// loader.Load makes of it.
+func TestLoadFolderAndArchive(t *testing.T) {
+	data := helmTestdata(t, "pkg/chart/v2/loader")
+	for _, ref := range []string{filepath.Join(data, "frobnitz"), filepath.Join(data, "frobnitz-1.2.3.tgz")} {
+		want, err := loader.Load(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, kind, err := Load(ref, LoadOptions{})
+		if err != nil {
+			t.Fatalf("Load(%s): %v", ref, err)
+		}
+		if kind != SourceChart {
+			t.Errorf("Load(%s) is a %s, want a chart", ref, kind)
+		}
+		if diff := cmp.Diff(flatChartTimes(want), flatChartTimes(got)); diff != "" {
+			t.Errorf("Load(%s) (-helm +Load)\n%s", ref, diff)
+		}
+	}
+}
