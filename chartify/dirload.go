@@ -54,36 +54,35 @@ func loadDir(dir string, budget int64) (*chart.Chart, error) {
 			}
 		}
 	}
-	limit := budget
 	_ = parallel.For(len(w.entries), func(i int) error {
 		if e := &w.entries[i]; e.path != "" {
-			e.data, e.modTime, e.readErr = readChartFile(e.path, limit)
+			e.data, e.modTime, e.readErr = readChartFile(e.path, budget)
 		}
 		return nil
 	})
 	files := make([]*archive.BufferedFile, 0, len(w.entries))
+	remaining := budget
 	for _, e := range w.entries {
-		switch {
-		case e.err != nil:
+		if e.err != nil {
 			return nil, e.err
-		case e.readErr == nil && int64(len(e.data)) > budget:
-			e.readErr = errOverBudget
 		}
-		if errors.Is(e.readErr, errOverBudget) {
-			e.readErr = fmt.Errorf("chart exceeds maximum decompressed size of %d bytes", limit)
+		if e.readErr == nil && int64(len(e.data)) > remaining {
+			e.readErr = overBudget(budget)
 		}
 		if e.readErr != nil {
 			return nil, fmt.Errorf("error reading %s: %w", e.name, e.readErr)
 		}
-		budget -= int64(len(e.data))
+		remaining -= int64(len(e.data))
 		files = append(files, &archive.BufferedFile{Name: e.name, ModTime: e.modTime, Data: bytes.TrimPrefix(e.data, utf8BOM)})
 	}
 	return loader.LoadFiles(files)
 }
 
-// errOverBudget is what readChartFile returns for a file over the budget;
-// loadDir reports it in the words of Helm's BudgetedReader.
-var errOverBudget = errors.New("over the budget")
+// overBudget is Helm's BudgetedReader's error for a chart larger than
+// budget bytes.
+func overBudget(budget int64) error {
+	return fmt.Errorf("chart exceeds maximum decompressed size of %d bytes", budget)
+}
 
 // dirWalk is Helm's sympath.Walk with loadDir's walk function, gathering
 // the files to read instead of reading them.

@@ -29,7 +29,7 @@ func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
 	}
 	modTime := time.Unix(st.Mtim.Unix())
 	if st.Size > budget {
-		return nil, modTime, errOverBudget
+		return nil, modTime, overBudget(budget)
 	}
 	// One byte more than the size: a read that fills it means the file
 	// grew since, and reading goes on until the end or the budget.
@@ -50,7 +50,7 @@ func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
 			return data, modTime, nil
 		}
 		if data = data[:len(data)+n]; int64(len(data)) > budget {
-			return nil, modTime, errOverBudget
+			return nil, modTime, overBudget(budget)
 		}
 	}
 }

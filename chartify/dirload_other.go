@@ -22,14 +22,14 @@ func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	if fi.Size() > budget {
-		return nil, fi.ModTime(), errOverBudget
+		return nil, fi.ModTime(), overBudget(budget)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, budget+1))
 	if err != nil {
 		return nil, fi.ModTime(), err
 	}
 	if int64(len(data)) > budget {
-		return nil, fi.ModTime(), errOverBudget
+		return nil, fi.ModTime(), overBudget(budget)
 	}
 	return data, fi.ModTime(), nil
 }

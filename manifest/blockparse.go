@@ -32,9 +32,7 @@ func parseBlock(content string) (*yaml.Node, bool) {
 			return nil, false
 		}
 	}
-	// A line that starts with "---" or "..." may be a document marker.
-	if strings.HasPrefix(content, "---") || strings.HasPrefix(content, "...") ||
-		strings.Contains(content, "\n---") || strings.Contains(content, "\n...") {
+	if mayHoldMarker(content) {
 		return nil, false
 	}
 	p := blockParser{lines: strings.Split(content, "\n")}
@@ -68,10 +66,10 @@ func parseBlock(content string) (*yaml.Node, bool) {
 // declined are the printable bytes parseBlock leaves to yaml.v3 wherever
 // they occur (a tab, like every control byte but the line feed, is
 // declined before this table): comments, anchors and aliases, tags, block
-// scalars, directives, reserved indicators, escapes and complex keys. Flow indicators are
-// read where they stand: in block context a plain scalar holds them after
-// its first byte, and a value that is "{}" or "[]" is taken, any other
-// flow collection declined.
+// scalars, directives, reserved indicators, escapes and complex keys.
+// Flow indicators are read where they stand: in block context a plain
+// scalar holds them after its first byte, and a value that is "{}" or
+// "[]" is taken, any other flow collection declined.
 var declined = func() (t [256]bool) {
 	for _, c := range "#&*!|>%@`\\?" {
 		t[c] = true
@@ -201,7 +199,8 @@ func (p *blockParser) mapping(i, col int) (*yaml.Node, int, bool) {
 	base := len(p.stack)
 	for {
 		rest := p.lines[i][col:]
-		// libyaml allows an implicit key of 1024 characters at most.
+		// libyaml allows an implicit key of 1024 characters at most; a
+		// longer one than 1000 bytes is left to it.
 		end := keyEnd(rest)
 		if end <= 0 || end > 1000 || rest[end-1] == ' ' {
 			return nil, 0, false
@@ -215,12 +214,7 @@ func (p *blockParser) mapping(i, col int) (*yaml.Node, int, bool) {
 			return nil, 0, false
 		}
 		p.stack = append(p.stack, key, value)
-		i = p.nextLine(next)
-		if i == len(p.lines) {
-			m.Content = p.content(base)
-			return m, i, true
-		}
-		if indentOf(p.lines[i]) < col {
+		if i = p.nextLine(next); i == len(p.lines) || indentOf(p.lines[i]) < col {
 			m.Content = p.content(base)
 			return m, i, true
 		}
@@ -281,16 +275,9 @@ func (p *blockParser) sequence(i, col int) (*yaml.Node, int, bool) {
 		}
 		p.stack = append(p.stack, item)
 		i = p.nextLine(next)
-		indent := 0
-		if i < len(p.lines) {
-			indent = indentOf(p.lines[i])
-		}
-		switch {
-		case i < len(p.lines) && indent > col:
-			return nil, 0, false
-		case i == len(p.lines), indent < col, !isEntry(p.lines[i][col:]):
+		if i == len(p.lines) || indentOf(p.lines[i]) < col || !isEntry(p.lines[i][col:]) {
 			// The end, or the next key of the mapping this sequence is
-			// the value of.
+			// the value of; a deeper line is declined by the next item.
 			s.Content = p.content(base)
 			return s, i, true
 		}

@@ -290,8 +290,7 @@ func ParseTree(source, content string) (Document, error) {
 	// Unmarshal reads the first document only. Another one needs a line
 	// that starts with a document marker; only then is it worth a second
 	// parse of the whole stream to tell.
-	if strings.HasPrefix(content, "---") || strings.HasPrefix(content, "...") ||
-		strings.Contains(content, "\n---") || strings.Contains(content, "\n...") {
+	if mayHoldMarker(content) {
 		dec := yaml.NewDecoder(strings.NewReader(content))
 		var first, extra yaml.Node
 		if err := dec.Decode(&first); err == nil && dec.Decode(&extra) == nil {
@@ -340,6 +339,13 @@ func (k Known) Parse(source, content string) (Document, error) {
 		return d, nil
 	}
 	return Parse(source, content)
+}
+
+// mayHoldMarker reports whether a line of s starts with "---" or "...",
+// as a document marker does.
+func mayHoldMarker(s string) bool {
+	return strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") ||
+		strings.Contains(s, "\n---") || strings.Contains(s, "\n...")
 }
 
 // onlyComments reports whether every line of s is blank or a comment.
