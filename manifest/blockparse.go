@@ -53,7 +53,7 @@ func parseBlock(content string) (*yaml.Node, bool) {
 	if isEntry(p.lines[i][col:]) {
 		return nil, false // a document that is a sequence is no resource
 	}
-	root, next, ok := p.mapping(i, col)
+	root, next, ok := p.mapping(i, col, 1)
 	if !ok || p.nextLine(next) != len(p.lines) {
 		return nil, false
 	}
@@ -192,9 +192,18 @@ func quotedLen(s string) (int, bool) {
 	return 0, false
 }
 
+// maxDepth is the deepest nesting of collections parseBlock reads: yaml.v3
+// refuses a document nested deeper than 10,000 indents ("exceeded max
+// depth"), and a document far less deep is left to it to say so.
+const maxDepth = 1000
+
 // mapping reads a block mapping whose first key is at line i, column col,
-// and returns it with the index of the line after it.
-func (p *blockParser) mapping(i, col int) (*yaml.Node, int, bool) {
+// nested depth collections deep, and returns it with the index of the
+// line after it.
+func (p *blockParser) mapping(i, col, depth int) (*yaml.Node, int, bool) {
+	if depth > maxDepth {
+		return nil, 0, false
+	}
 	m := p.node(yaml.MappingNode, "!!map", i, col)
 	base := len(p.stack)
 	for {
@@ -209,7 +218,7 @@ func (p *blockParser) mapping(i, col int) (*yaml.Node, int, bool) {
 		if !ok || key.Kind != yaml.ScalarNode {
 			return nil, 0, false
 		}
-		value, next, ok := p.value(i, col, col+end+1)
+		value, next, ok := p.value(i, col, col+end+1, depth)
 		if !ok {
 			return nil, 0, false
 		}
@@ -224,8 +233,8 @@ func (p *blockParser) mapping(i, col int) (*yaml.Node, int, bool) {
 }
 
 // value reads the value of the key of line i, column col, whose ':' ends
-// before column after.
-func (p *blockParser) value(i, col, after int) (*yaml.Node, int, bool) {
+// before column after, in a mapping nested depth collections deep.
+func (p *blockParser) value(i, col, after, depth int) (*yaml.Node, int, bool) {
 	line := p.lines[i]
 	at := after + indentOf(line[after:])
 	if at < len(line) {
@@ -240,17 +249,19 @@ func (p *blockParser) value(i, col, after int) (*yaml.Node, int, bool) {
 		rest := p.lines[j][indent:]
 		switch {
 		case indent >= col && isEntry(rest):
-			return p.sequence(j, indent)
+			return p.sequence(j, indent, depth+1)
 		case indent > col:
-			return p.mapping(j, indent)
+			return p.mapping(j, indent, depth+1)
 		}
 	}
 	// An empty value: yaml.v3 places its null right after the ':'.
 	return p.node(yaml.ScalarNode, "!!null", i, after), i + 1, true
 }
 
-// sequence reads a block sequence whose first "-" is at line i, column col.
-func (p *blockParser) sequence(i, col int) (*yaml.Node, int, bool) {
+// sequence reads a block sequence whose first "-" is at line i, column
+// col, nested depth collections deep (the value of a mapping, which
+// checked the depth: a sequence holds no sequence here).
+func (p *blockParser) sequence(i, col, depth int) (*yaml.Node, int, bool) {
 	s := p.node(yaml.SequenceNode, "!!seq", i, col)
 	base := len(p.stack)
 	for {
@@ -264,7 +275,7 @@ func (p *blockParser) sequence(i, col int) (*yaml.Node, int, bool) {
 		next := i + 1
 		if keyEnd(rest) > 0 {
 			var ok bool
-			if item, next, ok = p.mapping(i, at); !ok {
+			if item, next, ok = p.mapping(i, at, depth+1); !ok {
 				return nil, 0, false
 			}
 		} else {

@@ -242,6 +242,31 @@ func FuzzParseBlock(f *testing.F) {
 	})
 }
 
+// TestParseBlockDepth: parseBlock reads collections nested maxDepth deep
+// and leaves a deeper document to yaml.v3, which refuses one nested more
+// than 10,000 deep: a rendered document parseBlock takes is never one
+// yaml.v3 would refuse for its depth.
+func TestParseBlockDepth(t *testing.T) {
+	nested := func(depth int) string {
+		var b strings.Builder
+		for d := 0; d < depth; d++ {
+			b.WriteString(strings.Repeat(" ", d) + "k:\n")
+		}
+		b.WriteString(strings.Repeat(" ", depth) + "v: 1")
+		return b.String()
+	}
+	// depth keys nest depth+1 mappings, the top one included.
+	if !mustMatchYAMLv3(t, nested(maxDepth-1)) {
+		t.Errorf("parseBlock declined a document nested %d deep", maxDepth)
+	}
+	if _, ok := parseBlock(nested(maxDepth)); ok {
+		t.Errorf("parseBlock took a document nested %d deep", maxDepth+1)
+	}
+	if _, ok := parseBlock(nested(10001)); ok {
+		t.Error("parseBlock took a document yaml.v3 refuses for its depth")
+	}
+}
+
 // TestParseBlockContentsApart: the Content slices parseBlock cuts from one
 // array stay apart: a built-in injector appending a container to one
 // sequence, or a key to one mapping, changes no other node's children.
