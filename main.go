@@ -4,6 +4,9 @@
 package main
 
 import (
+	// First, so that it runs before any other package allocates: see its doc.
+	_ "github.com/helm-inject/helm-inject/internal/hugeheap"
+
 	"context"
 	"fmt"
 	"os"

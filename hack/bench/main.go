@@ -112,6 +112,10 @@ type options struct {
 	// gogc, when set, adds apply and template methods run with each of
 	// these GOGC values: what tuning the collector would change.
 	gogc []string
+	// noTHP adds apply and template methods run with GODEBUG=disablethp=1:
+	// what advising the heap's start for huge pages (internal/hugeheap)
+	// gains.
+	noTHP bool
 }
 
 func run(ctx context.Context) error {
@@ -127,6 +131,7 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of every measured helm-inject and helm run into this folder (METHOD-N-rROUND.prof; read with go tool pprof)")
 	wc := flag.String("write-concurrency", "", "also measure apply, built-in, with each of these --write-concurrency values (for example 1,4,16,32; methods hi-apply-wcN and hi-apply-wcN-delayed)")
 	gogc := flag.String("gogc", "", "also measure apply and template, built-in, with each of these GOGC values (for example 100,200,400,off; methods hi-apply-gogcV and hi-template-gogcV)")
+	flag.BoolVar(&o.noTHP, "nothp", false, "also measure apply and template, built-in, with GODEBUG=disablethp=1, which keeps huge pages off the heap's start (methods hi-apply-nothp and hi-template-nothp)")
 	flag.Parse()
 	if *only != "" {
 		o.only, o.write = strings.Split(*only, ","), false
@@ -439,6 +444,18 @@ func (b *bench) methods() []method {
 					return slices.Concat([]string{b.helmInject, "apply", "gogc" + g, chart}, builtin, ns(n), set(r))
 				}},
 			method{key: "hi-template-gogc" + g, label: "helm-inject template, built-in, GOGC=" + g, env: env,
+				args: func(n, r int, chart, count string) []string {
+					return append([]string{b.helmInject, "template", "bench", chart}, builtin...)
+				}})
+	}
+	if b.o.noTHP {
+		env := []string{"GODEBUG=disablethp=1"}
+		all = append(all,
+			method{key: "hi-apply-nothp", label: "helm-inject apply, built-in, GODEBUG=disablethp=1", install: true, env: env,
+				args: func(n, r int, chart, count string) []string {
+					return slices.Concat([]string{b.helmInject, "apply", "nothp", chart}, builtin, ns(n), set(r))
+				}},
+			method{key: "hi-template-nothp", label: "helm-inject template, built-in, GODEBUG=disablethp=1", env: env,
 				args: func(n, r int, chart, count string) []string {
 					return append([]string{b.helmInject, "template", "bench", chart}, builtin...)
 				}})

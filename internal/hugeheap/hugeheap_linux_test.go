@@ -1,0 +1,236 @@
+package hugeheap
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// vma is one mapping of /proc/self/smaps.
+type vma struct {
+	start, end uintptr
+	flags      []string
+}
+
+func mappings(t *testing.T, smaps string) []vma {
+	t.Helper()
+	f, err := os.Open(smaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []vma
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok {
+			out[len(out)-1].flags = strings.Fields(rest)
+			continue
+		}
+		lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil {
+			continue // a field line such as "Rss:"
+		}
+		out = append(out, vma{start: uintptr(start), end: uintptr(end)})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// kernelHasTHP reports whether this kernel offers transparent huge pages
+// at all; without them madvise refuses MADV_HUGEPAGE.
+func kernelHasTHP() bool {
+	_, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled")
+	return err == nil
+}
+
+func TestAdviseHeapStart(t *testing.T) {
+	const size = 32 << 20
+	start, end, err := adviseHeapStart(size)
+	if !kernelHasTHP() {
+		if !errors.Is(err, syscall.EINVAL) {
+			t.Fatalf("on a kernel without transparent huge pages adviseHeapStart = %v, want EINVAL", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("adviseHeapStart(%d): %v", size, err)
+	}
+	page := uintptr(os.Getpagesize())
+	if start%page != 0 || end-start < size-page || end-start > size {
+		t.Fatalf("advised %#x-%#x: want a page-aligned range of the %d bytes allocated", start, end, size)
+	}
+	// The range is free again for what the program allocates next: the
+	// heap does not hold the 32 MiB.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapAlloc >= size {
+		t.Errorf("after adviseHeapStart the heap holds %d bytes: the %d advised are still allocated", ms.HeapAlloc, size)
+	}
+	// Every mapping over the range carries the kernel's mark of
+	// MADV_HUGEPAGE, "hg". (The mapping may reach further: the kernel joins
+	// it with the range this test binary's own init advised next to it.)
+	covered := start
+	for _, m := range mappings(t, "/proc/self/smaps") {
+		if m.end <= start || m.start >= end {
+			continue
+		}
+		if !contains(m.flags, "hg") {
+			t.Errorf("mapping %#x-%#x over the advised range %#x-%#x has flags %v, want hg", m.start, m.end, start, end, m.flags)
+		}
+		if m.start > covered {
+			t.Errorf("advised range %#x-%#x: no mapping at %#x", start, end, covered)
+		}
+		covered = max(covered, m.end)
+	}
+	if covered < end {
+		t.Errorf("advised range %#x-%#x: mapped only up to %#x", start, end, covered)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// The process itself: this test binary imports the package, so its init
+// ran before the tests. A child test binary reports its own mappings.
+func TestProcessStartIsAdvised(t *testing.T) {
+	if os.Getenv("HUGEHEAP_REPORT") != "" {
+		n := 0
+		for _, m := range mappings(t, "/proc/self/smaps") {
+			if contains(m.flags, "hg") {
+				n++
+			}
+		}
+		fmt.Printf("advised mappings: %d\n", n)
+		return
+	}
+	for _, tc := range []struct {
+		godebug string
+		want    bool
+	}{
+		{"", true},
+		{"disablethp=1", false},
+		{"madvdontneed=1,disablethp=1", false},
+		{"disablethp=1,disablethp=0", true},
+		{"disablethp=0", true},
+	} {
+		t.Run("GODEBUG="+tc.godebug, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestProcessStartIsAdvised$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "HUGEHEAP_REPORT=1", "GODEBUG="+tc.godebug)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var n int
+			if _, err := fmt.Sscanf(string(out), "advised mappings: %d", &n); err != nil {
+				t.Fatalf("child printed %q: %v", out, err)
+			}
+			want := tc.want && kernelHasTHP()
+			if got := n > 0; got != want {
+				t.Errorf("GODEBUG=%q: %d mappings advised for huge pages, want some: %v", tc.godebug, n, want)
+			}
+		})
+	}
+}
+
+func TestThpDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		godebug string
+		want    bool
+	}{
+		{"", false},
+		{"disablethp=1", true},
+		{"disablethp=0", false},
+		{"disablethp=2", true},
+		{"disablethp=-1", true},
+		{"disablethp=+1", true},
+		{"madvdontneed=1,disablethp=1", true},
+		{"disablethp=1,madvdontneed=1", true},
+		{"disablethp=1,disablethp=0", false},
+		{"disablethp=0,disablethp=1", true},
+		// A value the runtime cannot read leaves the setting as it was.
+		{"disablethp=yes", false},
+		{"disablethp=1,disablethp=yes", true},
+		{"disablethp=", false},
+		{"disablethp=1,disablethp=", true},
+		{"disablethp=4294967297", false},           // does not fit 32 bits
+		{"disablethp=18446744073709551617", false}, // nor 64: 2⁶⁴+1
+		{"disablethp", false},
+		{"xdisablethp=1", false},
+		{"disablethpx=1", false},
+		{" disablethp=1", false},
+		{",,disablethp=1,", true},
+	} {
+		if got := thpDisabled(tc.godebug); got != tc.want {
+			t.Errorf("thpDisabled(%q) = %v, want %v", tc.godebug, got, tc.want)
+		}
+	}
+}
+
+func TestParseInt32(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int32
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"1", 1, true},
+		{"007", 7, true},
+		{"+5", 5, true},
+		{"-5", -5, true},
+		{"2147483647", 2147483647, true},
+		{"-2147483648", -2147483648, true},
+		{"2147483648", 0, false},
+		{"-2147483649", 0, false},
+		{"99999999999999999999", 0, false},
+		{"18446744073709551617", 0, false}, // 2⁶⁴+1, 1 if the sum wrapped
+		{"-18446744073709551615", 0, false},
+		{"", 0, false},
+		{"+", 0, false},
+		{"-", 0, false},
+		{"1_0", 0, false},
+		{"0x1", 0, false},
+		{" 1", 0, false},
+		{"1 ", 0, false},
+		{"--1", 0, false},
+	} {
+		got, ok := parseInt32(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseInt32(%q) = %d, %v, want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzParseInt32 holds the copy to what the runtime uses, strconv.
+func FuzzParseInt32(f *testing.F) {
+	for _, s := range []string{"0", "-2147483648", "2147483648", "+1", "1e3", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseInt32(s)
+		want, err := strconv.ParseInt(s, 10, 32)
+		if ok != (err == nil) || (ok && int64(got) != want) {
+			t.Errorf("parseInt32(%q) = %d, %v; strconv.ParseInt = %d, %v", s, got, ok, want, err)
+		}
+	})
+}
