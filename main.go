@@ -4,7 +4,9 @@
 package main
 
 import (
-	// First, so that it runs before any other package allocates: see its doc.
+	// For its init, which Go's initialisation order runs right after
+	// package syscall's, before Helm's and Kubernetes' packages allocate:
+	// see its doc.
 	_ "github.com/helm-inject/helm-inject/internal/hugeheap"
 
 	"context"
