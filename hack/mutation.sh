@@ -20,6 +20,20 @@ bash hack/tools.sh gremlins
 tools_dir=${HELM_INJECT_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/helm-inject/tools}
 gremlins="$tools_dir/bin/gremlins"
 
+# gremlins stops a mutant's tests at its timeout by killing `go test`, and
+# the test binary it started (a mutant that made a loop endless) goes on
+# spinning, a core at a time, after gremlins has finished. Each run gets a
+# private TMPDIR, where go test builds its binaries, and whatever still
+# runs from there afterwards is killed.
+unleash() {
+  local tmp rc=0
+  tmp=$(mktemp -d)
+  TMPDIR=$tmp "$gremlins" unleash "$@" || rc=$?
+  pkill -f "^$tmp/" || true
+  rm -rf "$tmp"
+  return $rc
+}
+
 packages=("$@")
 if ((${#packages[@]} == 0)); then
   packages=(release inject manifest drift chartify helmfile argocd internal/redact internal/cli)
@@ -39,7 +53,7 @@ if [[ -n $diff ]]; then
   for p in "${packages[@]}"; do
     echo "== $p (lines changed since $diff)"
     (cd "$repo/$p" && GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=diff.relative GIT_CONFIG_VALUE_0=true \
-      "$gremlins" unleash "$repo/$p" --workers "$workers" --timeout-coefficient 20 --diff "$diff" -S lct) || status=1
+      unleash "$repo/$p" --workers "$workers" --timeout-coefficient 20 --diff "$diff" -S lct) || status=1
   done
   exit $status
 fi
@@ -52,7 +66,7 @@ for p in ${packages[@]+"${packages[@]}"}; do
   echo "== $p" >&2
   # A generous timeout: a busy machine otherwise turns mutants the tests
   # would kill into "timed out" (the recheck runs those again alone).
-  "$gremlins" unleash "./$p" --workers "$workers" --timeout-coefficient 20 -o "$json" -S lc >&2 || true
+  unleash "./$p" --workers "$workers" --timeout-coefficient 20 -o "$json" -S lc >&2 || true
   # gremlins calls every mutant of a case condition "not covered" (no cover
   # block there): apply those by hand and run the package's tests.
   python3 hack/mutation-recheck.py "$p" "$json" >&2
