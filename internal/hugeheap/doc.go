@@ -36,8 +36,10 @@
 //
 // How: the package's init allocates 32 MiB, which at that point the
 // runtime takes from memory it has just mapped and, knowing it is zero,
-// does not touch; it marks the range MADV_HUGEPAGE, lets it go, and
-// collects at once. The collection makes the release certain: the one
+// does not touch (were the allocation to begin in pages the heap had
+// already used and freed, the runtime would zero all of it first, on
+// 4 KiB pages, before the advice; no run here showed that); it marks the
+// range MADV_HUGEPAGE, lets it go, and collects at once. The collection makes the release certain: the one
 // the allocation itself starts may still see the slice referenced, and
 // then the next collection's goal doubles from 32 MiB, so the heap grows
 // past the advised range and the range sits unused (5 runs in 20 without
