@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestProgramAdvisesHeapStart(t *testing.T) {
 		}
 		n := 0
 		for sc := bufio.NewScanner(bytes.NewReader(smaps)); sc.Scan(); {
-			if f := strings.Fields(sc.Text()); len(f) > 0 && f[0] == "VmFlags:" && contains(f[1:], "hg") {
+			if f := strings.Fields(sc.Text()); len(f) > 0 && f[0] == "VmFlags:" && slices.Contains(f[1:], "hg") {
 				n++
 			}
 		}
@@ -45,15 +46,6 @@ func TestProgramAdvisesHeapStart(t *testing.T) {
 	if got := n > 0; got != want {
 		t.Errorf("%d mappings advised for huge pages, want some: %v (transparent huge pages: %q)", n, want, enabled)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Go initialises a package once its imports are, the first of those ready

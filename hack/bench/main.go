@@ -436,29 +436,26 @@ func (b *bench) methods() []method {
 				}})
 		}
 	}
-	for _, g := range b.o.gogc {
-		env := []string{"GOGC=" + g}
-		all = append(all,
-			method{key: "hi-apply-gogc" + g, label: "helm-inject apply, built-in, GOGC=" + g, install: true, env: env,
+	// An apply and a template, built-in, with one environment setting
+	// (release name SUFFIX, methods hi-apply-SUFFIX and hi-template-SUFFIX).
+	withEnv := func(suffix, setting string) []method {
+		env := []string{setting}
+		return []method{
+			{key: "hi-apply-" + suffix, label: "helm-inject apply, built-in, " + setting, install: true, env: env,
 				args: func(n, r int, chart, count string) []string {
-					return slices.Concat([]string{b.helmInject, "apply", "gogc" + g, chart}, builtin, ns(n), set(r))
+					return slices.Concat([]string{b.helmInject, "apply", suffix, chart}, builtin, ns(n), set(r))
 				}},
-			method{key: "hi-template-gogc" + g, label: "helm-inject template, built-in, GOGC=" + g, env: env,
+			{key: "hi-template-" + suffix, label: "helm-inject template, built-in, " + setting, env: env,
 				args: func(n, r int, chart, count string) []string {
 					return append([]string{b.helmInject, "template", "bench", chart}, builtin...)
-				}})
+				}},
+		}
+	}
+	for _, g := range b.o.gogc {
+		all = append(all, withEnv("gogc"+g, "GOGC="+g)...)
 	}
 	if b.o.noTHP {
-		env := []string{"GODEBUG=disablethp=1"}
-		all = append(all,
-			method{key: "hi-apply-nothp", label: "helm-inject apply, built-in, GODEBUG=disablethp=1", install: true, env: env,
-				args: func(n, r int, chart, count string) []string {
-					return slices.Concat([]string{b.helmInject, "apply", "nothp", chart}, builtin, ns(n), set(r))
-				}},
-			method{key: "hi-template-nothp", label: "helm-inject template, built-in, GODEBUG=disablethp=1", env: env,
-				args: func(n, r int, chart, count string) []string {
-					return append([]string{b.helmInject, "template", "bench", chart}, builtin...)
-				}})
+		all = append(all, withEnv("nothp", "GODEBUG=disablethp=1")...)
 	}
 	if len(b.o.only) == 0 {
 		return all

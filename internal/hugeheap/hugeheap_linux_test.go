@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,7 +126,7 @@ func TestAdviseHeapStart(t *testing.T) {
 		if m.end <= start || m.start >= end {
 			continue
 		}
-		if !slicesContains(m.flags, "hg") {
+		if !slices.Contains(m.flags, "hg") {
 			t.Errorf("mapping %#x-%#x over the advised range %#x-%#x has flags %v, want hg", m.start, m.end, start, end, m.flags)
 		}
 		if m.start > covered {
@@ -138,22 +139,13 @@ func TestAdviseHeapStart(t *testing.T) {
 	}
 }
 
-func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // The process itself: this test binary imports the package, so its init
 // ran before the tests. A child reports its own mappings.
 func TestProcessStartIsAdvised(t *testing.T) {
 	if os.Getenv("HUGEHEAP_REPORT") != "" {
 		n := 0
 		for _, m := range mappings(t) {
-			if slicesContains(m.flags, "hg") {
+			if slices.Contains(m.flags, "hg") {
 				n++
 			}
 		}
