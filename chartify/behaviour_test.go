@@ -1,6 +1,7 @@
 package chartify
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -204,5 +205,46 @@ func TestRenderRevisionDefaultsToOne(t *testing.T) {
 		if len(r.Documents) != 1 || !strings.Contains(r.Documents[0].Content, tt.want) {
 			t.Errorf("revision %d: rendered %v, want it to hold %q", tt.opts.Revision, r.Documents, tt.want)
 		}
+	}
+}
+
+// TestWithChartCRDs: a first install renders with the API versions of
+// the chart's crds/ (subcharts' included), as Helm's install, which
+// creates them first, does: group/version and group/version/Kind of each
+// served version; a version not served, a file that is no CRD and the
+// caller's capabilities stay as they were.
+func TestWithChartCRDs(t *testing.T) {
+	crd := func(group, kind string, versions string) string {
+		return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: x\nspec:\n  group: " + group + "\n  names:\n    kind: " + kind + "\n  versions:\n" + versions
+	}
+	ch := loadFiles(t, map[string]string{
+		"Chart.yaml":                 "apiVersion: v2\nname: top\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.1.0\n",
+		"crds/widgets.yaml":          crd("example.com", "Widget", "  - name: v1\n    served: true\n  - name: v2alpha1\n    served: false\n"),
+		"crds/notes.txt":             "not yaml: [",
+		"templates/cm.yaml":          cmTemplate,
+		"charts/sub/Chart.yaml":      "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"charts/sub/crds/mixed.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\n" + crd("other.io", "Gadget", "  - name: v1beta1\n    served: true\n"),
+	})
+	caps := OfflineCapabilities("", []string{"example.com/v1"})
+	before := slices.Clone(caps.APIVersions)
+	got := WithChartCRDs(caps, ch)
+	for _, want := range []string{"example.com/v1", "example.com/v1/Widget", "other.io/v1beta1", "other.io/v1beta1/Gadget", "apps/v1"} {
+		if !got.APIVersions.Has(want) {
+			t.Errorf("the capabilities lack %s", want)
+		}
+	}
+	for _, lacks := range []string{"example.com/v2alpha1", "example.com/v2alpha1/Widget", "v1/ConfigMap/x"} {
+		if got.APIVersions.Has(lacks) {
+			t.Errorf("the capabilities have %s", lacks)
+		}
+	}
+	if n := len(got.APIVersions) - len(before); n != 3 {
+		t.Errorf("%d versions added, want 3 (example.com/v1 was there)", n)
+	}
+	if !slices.Equal(caps.APIVersions, before) {
+		t.Errorf("the caller's capabilities changed")
+	}
+	if plain := loadFiles(t, map[string]string{"Chart.yaml": "apiVersion: v2\nname: p\nversion: 0.1.0\n", "templates/cm.yaml": cmTemplate}); WithChartCRDs(caps, plain) != caps {
+		t.Errorf("a chart without crds/ changed the capabilities")
 	}
 }

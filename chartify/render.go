@@ -18,6 +18,7 @@ import (
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/helm-inject/helm-inject/internal/parallel"
 	"github.com/helm-inject/helm-inject/manifest"
@@ -303,3 +304,63 @@ func ClusterCapabilities(dc discovery.DiscoveryInterface) (*common.Capabilities,
 // step with go.mod. Helm's own default is set by ldflags in Helm's build and
 // is v1.20 in any other build, too old for many charts' kubeVersion.
 const defaultKubeVersion = "v1.37.0"
+
+// WithChartCRDs adds to caps the API versions that the CustomResourceDefinitions
+// in ch's crds/ folders (subcharts' included) serve: "group/version" and
+// "group/version/Kind" for each served version, as discovery lists them
+// once the CRDs exist. Helm's first install creates crds/ before it reads
+// the capabilities it renders with, so a template gated on
+// .Capabilities.APIVersions.Has of the chart's own CRD renders on the first
+// install; apply renders before it writes anything, and gets the same
+// answer from the CRDs themselves. A file that is not YAML is left for the
+// install to refuse.
+func WithChartCRDs(caps *common.Capabilities, ch *chart.Chart) *common.Capabilities {
+	crds := ch.CRDObjects()
+	if len(crds) == 0 {
+		return caps
+	}
+	out := caps.Copy()
+	out.APIVersions = slices.Clone(caps.APIVersions)
+	has := map[string]bool{}
+	for _, v := range out.APIVersions {
+		has[v] = true
+	}
+	add := func(v string) {
+		if !has[v] {
+			has[v] = true
+			out.APIVersions = append(out.APIVersions, v)
+		}
+	}
+	for _, c := range crds {
+		if c.File == nil {
+			continue
+		}
+		for _, doc := range manifest.Split(string(c.File.Data)) {
+			var crd struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Spec       struct {
+					Group string `json:"group"`
+					Names struct {
+						Kind string `json:"kind"`
+					} `json:"names"`
+					Versions []struct {
+						Name   string `json:"name"`
+						Served bool   `json:"served"`
+					} `json:"versions"`
+				} `json:"spec"`
+			}
+			if yaml.Unmarshal([]byte(doc), &crd) != nil || crd.Kind != "CustomResourceDefinition" || crd.APIVersion != "apiextensions.k8s.io/v1" {
+				continue
+			}
+			for _, v := range crd.Spec.Versions {
+				if v.Served && crd.Spec.Group != "" && v.Name != "" {
+					gv := crd.Spec.Group + "/" + v.Name
+					add(gv)
+					add(gv + "/" + crd.Spec.Names.Kind)
+				}
+			}
+		}
+	}
+	return out
+}

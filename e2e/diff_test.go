@@ -25,7 +25,7 @@ func TestDiff(t *testing.T) {
 	if r.code != 0 || r.stdout != "" {
 		t.Fatalf("diff with identical inputs:\n%s", r)
 	}
-	if out := mustHelmInject(t, args("apply")...).stdout; !strings.Contains(out, `Release "api" has no changes; it stays at revision 1.`) {
+	if out := mustHelmInject(t, args("apply")...).stdout; !strings.Contains(out, `Release "api" has no changes; the cluster matches revision 1.`) {
 		t.Errorf("apply with identical inputs said:\n%s", out)
 	}
 	if revs := revisions(t, "api", ns); len(revs) != 1 {

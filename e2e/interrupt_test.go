@@ -131,7 +131,13 @@ type started struct {
 // environment variables env.
 func startHelmInject(t *testing.T, env []string, tmp string, args ...string) started {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "helm-inject"), args...)
+	return startProgram(t, filepath.Join(binDir, "helm-inject"), env, tmp, args...)
+}
+
+// startProgram starts bin as startHelmInject starts helm-inject.
+func startProgram(t *testing.T, bin string, env []string, tmp string, args ...string) started {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Env = append(cmd.Env, env...)

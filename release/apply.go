@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,9 @@ type Apply struct {
 	Options
 	// Progress, when set, shows what the install or upgrade waits for.
 	Progress *progress.Reporter
+	// clients builds the live check's clients; nil is newLiveClients
+	// (tests give in-memory ones).
+	clients func(*action.Configuration) (liveClients, error)
 }
 
 // Options are Helm's install and upgrade options that apply passes on to
@@ -167,8 +171,19 @@ type Result struct {
 	// Installed is true for a first install, false for an upgrade.
 	Installed bool
 	// Unchanged is true when the release already had exactly these
-	// manifests, hooks, notes, chart and values: no revision was made.
+	// manifests, hooks, notes, chart and values, and the cluster held its
+	// objects as the revision applied them: no revision was made.
 	Unchanged bool
+	// LiveChecked is true when an unchanged release's objects were read
+	// from the cluster and matched (false with --skip-live-check).
+	LiveChecked bool
+	// Waited is true when an unchanged release's resources were waited
+	// for (--wait), as helm's upgrade waits for them.
+	Waited bool
+	// Drift are the objects the cluster held otherwise than the deployed
+	// revision, which made an apply of an unchanged chart upgrade to take
+	// them back.
+	Drift []ObjectDrift
 }
 
 // Run applies src as release name with the user's values vals.
@@ -176,7 +191,7 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	if err := a.check(); err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
-	p, err := makePlan(ctx, a.cfg, name, src, vals, a.Inputs)
+	p, err := makePlan(ctx, a.cfg, name, src, vals, a.Inputs, !a.SkipCRDs)
 	if err != nil {
 		return nil, err
 	}
@@ -186,13 +201,21 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	}
 	// changes are what the upgrade adds, changes and removes.
 	var changes []Change
+	var drifted []ObjectDrift
 	if current != nil && !a.DryRun {
-		d, err := decideRevision(p, revisionInputs{labels: a.Labels, forceUpgrade: a.ForceUpgrade, serverSide: a.ServerSide})
+		d, err := decideRevision(p, a.revisionInputs())
 		if err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)
 		}
 		if !d.newRevision() {
-			return &Result{Release: current, Unchanged: true}, nil
+			if !a.SkipLiveCheck {
+				if drifted, err = liveDrift(ctx, a.cfg, a.clients, p, a.ServerSide, !a.ForceConflicts, a.concurrency()); err != nil {
+					return nil, fmt.Errorf("release %q: %w", name, err)
+				}
+			}
+			if len(drifted) == 0 {
+				return a.unchanged(ctx, p)
+			}
 		}
 		changes = d.Changes
 	}
@@ -200,7 +223,47 @@ func (a *Apply) Run(ctx context.Context, name string, src Source, vals map[strin
 	if current == nil {
 		return a.install(ctx, p, name, vals)
 	}
-	return a.upgrade(ctx, p, name, vals, changes)
+	res, err := a.upgrade(ctx, p, name, vals, changes)
+	if res != nil {
+		res.Drift = drifted
+	}
+	return res, err
+}
+
+// revisionInputs are apply's options that decide whether it stores a
+// new revision.
+func (a *Apply) revisionInputs() revisionInputs {
+	return revisionInputs{labels: a.Labels, forceUpgrade: a.ForceUpgrade, serverSide: a.ServerSide, description: a.Description, hooks: !a.DisableHooks}
+}
+
+// concurrency is how many objects are read or written at once.
+func (a *Apply) concurrency() int { return cmp.Or(a.WriteConcurrency, DefaultWriteConcurrency) }
+
+// unchanged finishes an apply that makes no revision, doing what helm's
+// upgrade would do with the same flags on a release it would not change:
+// wait for the resources (--wait, --wait-for-jobs), restart the pods
+// (--recreate-pods) and prune the history to --history-max.
+func (a *Apply) unchanged(ctx context.Context, p *plan) (*Result, error) {
+	res := &Result{Release: p.current, Unchanged: true, LiveChecked: !a.SkipLiveCheck}
+	name := p.current.Name
+	if a.waitsForResources() {
+		stop := a.watch(ctx, p)
+		err := waitForRelease(a.cfg, p.current, a.waitStrategy(), a.WaitForJobs, a.Timeout)
+		stop()
+		if err != nil {
+			return nil, fmt.Errorf("release %q: nothing changed, and waiting for revision %d's resources failed: %w", name, p.current.Version, err)
+		}
+		res.Waited = true
+	}
+	if a.Recreate {
+		if err := recreatePods(ctx, a.cfg, p); err != nil {
+			return nil, fmt.Errorf("release %q: --recreate-pods: %w", name, err)
+		}
+	}
+	if err := pruneHistory(a.cfg, name, a.MaxHistory); err != nil {
+		return nil, fmt.Errorf("release %q: --history-max %d: %w", name, a.MaxHistory, err)
+	}
+	return res, nil
 }
 
 // install installs the planned chart as the first revision of name.
@@ -234,7 +297,7 @@ func (a *Apply) install(ctx context.Context, p *plan, name string, vals map[stri
 		return nil, fmt.Errorf("release %q: install: %w", name, relErr)
 	}
 	if err != nil && ctx.Err() != nil && rel != nil && !a.DryRun {
-		return &Result{Release: rel, Installed: true}, a.interruptedInstall(rel, err)
+		return &Result{Release: rel, Installed: true}, a.interruptedInstall(ctx, rel, err)
 	}
 	if err != nil {
 		return &Result{Release: rel, Installed: true}, fmt.Errorf("release %q: install: %w", name, err)
@@ -344,17 +407,22 @@ func (a *Apply) watch(ctx context.Context, p *plan) (stop func()) {
 }
 
 // interruptedInstall settles an install that Ctrl-C or SIGTERM cut short.
-// Helm's install returns at once and leaves the revision pending-install,
-// which would block every later apply ("another operation is in
-// progress"). As Helm's upgrade does for an interrupted upgrade, the
-// revision is marked failed, so the next apply upgrades from it; with
-// --rollback-on-failure the release is uninstalled instead, as after any failed install.
-func (a *Apply) interruptedInstall(rel *release.Release, cause error) error {
+// Helm's install returns at once and marks the revision failed, or with
+// --rollback-on-failure uninstalls the release itself (failRelease, on the
+// cancelled context as on any failure). A failed revision is told as such,
+// so the next apply upgrades from it; a release still there with
+// --rollback-on-failure (Helm's uninstall failed) is uninstalled here.
+// helmErr is what Helm's install returned.
+func (a *Apply) interruptedInstall(ctx context.Context, rel *release.Release, helmErr error) error {
+	cause := ctx.Err()
 	if a.RollbackOnFailure {
+		if _, err := a.cfg.Releases.Last(rel.Name); errors.Is(err, driver.ErrReleaseNotFound) {
+			return fmt.Errorf("release %q: install interrupted (%w); uninstalled it (--rollback-on-failure)", rel.Name, cause)
+		}
 		un := action.NewUninstall(a.cfg)
 		un.WaitStrategy, un.Timeout = kube.StatusWatcherStrategy, a.Timeout
 		if _, err := un.Run(rel.Name); err != nil {
-			return fmt.Errorf("release %q: install interrupted (%w); --rollback-on-failure could not uninstall it: %w", rel.Name, cause, err)
+			return fmt.Errorf("release %q: install interrupted (%w); --rollback-on-failure could not uninstall it: %w (helm: %w)", rel.Name, cause, err, helmErr)
 		}
 		return fmt.Errorf("release %q: install interrupted (%w); uninstalled it (--rollback-on-failure)", rel.Name, cause)
 	}

@@ -71,7 +71,7 @@ func apiRelease(t *testing.T) (*action.Configuration, Source) {
 func TestApplyHistory(t *testing.T) {
 	cfg, src := apiRelease(t)
 	inputs := func(mode ValuesMode) Inputs {
-		return Inputs{Namespace: "shop", ValuesMode: mode, Injectors: &inject.Declared{}}
+		return Inputs{Namespace: "shop", SkipLiveCheck: true, ValuesMode: mode, Injectors: &inject.Declared{}}
 	}
 	// step applies and checks the outcome, after diff said the same.
 	step := func(what string, mode ValuesMode, vals map[string]any, wantRevision int, wantUnchanged bool) *Result {
@@ -138,7 +138,7 @@ func TestMissingRelease(t *testing.T) {
 		t.Errorf("NewApply: timeout %v, install %v; want helm's 5m0s and true", a.Timeout, a.Install)
 	}
 	a.Install = false
-	a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+	a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 	d := NewDiff(cfg)
 	d.Inputs = a.Inputs
 	if _, err := d.Run(t.Context(), "web", src, nil); err == nil || !strings.Contains(err.Error(), `release "web" does not exist in namespace "shop"; use --allow-unreleased`) {
@@ -180,7 +180,7 @@ func TestInstallReplacesAnUninstalledRelease(t *testing.T) {
 	cfg, src := apiRelease(t)
 	apply := func() (*Result, error) {
 		a := NewApply(cfg)
-		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+		a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 		return a.Run(t.Context(), "web", src, nil)
 	}
 	if _, err := apply(); err != nil {

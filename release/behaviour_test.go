@@ -69,7 +69,7 @@ func TestApplyMethodFollowsHelm4(t *testing.T) {
 			apply := func(serverSide string, vals map[string]any) *Result {
 				t.Helper()
 				a := NewApply(cfg)
-				a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+				a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 				a.ServerSide = serverSide
 				res, err := a.Run(t.Context(), "web", src, vals)
 				if err != nil {
@@ -133,7 +133,7 @@ func TestApplyMethodReason(t *testing.T) {
 	apply := func(serverSide string) *Result {
 		t.Helper()
 		a := NewApply(cfg)
-		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+		a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 		a.ServerSide = serverSide
 		res, err := a.Run(t.Context(), "web", src, nil)
 		if err != nil {
@@ -239,7 +239,7 @@ func TestTakeOwnership(t *testing.T) {
 			cfg.KubeClient = newExistingObjects(t)
 			apply := func(vals map[string]any, takeOwnership bool) (*Result, error) {
 				a := NewApply(cfg)
-				a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+				a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 				a.TakeOwnership = takeOwnership
 				return a.Run(t.Context(), "own", src, vals)
 			}
@@ -363,7 +363,7 @@ func TestLabelsAreStored(t *testing.T) {
 		{map[string]string{"team": "null"}, map[string]string{"tier": "web"}},
 	} {
 		a := NewApply(cfg)
-		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}, Labels: tt.labels}
+		a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}, Labels: tt.labels}
 		if _, err := a.Run(t.Context(), "web", src, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -397,7 +397,7 @@ func TestPendingRevisionSaysWhatEndsIt(t *testing.T) {
 		cfg := memoryConfig(t, pending)
 		cfg.RESTClientGetter = newFakeCluster()
 		a := NewApply(cfg)
-		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+		a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 		_, err := a.Run(t.Context(), "web", src, nil)
 		if err == nil || !strings.Contains(err.Error(), `release "web": another operation (install/upgrade/rollback) is in progress `+tt.want) {
 			t.Errorf("%s: %v\nwant %s", tt.status, err, tt.want)
@@ -423,7 +423,7 @@ func TestHistoryMax(t *testing.T) {
 		cfg, src := apiRelease(t)
 		for i := range 4 {
 			a := NewApply(cfg)
-			a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+			a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 			a.MaxHistory = tt.max
 			if _, err := a.Run(t.Context(), "web", src, map[string]any{"logLevel": fmt.Sprint(i)}); err != nil {
 				t.Fatal(err)
@@ -588,7 +588,7 @@ func TestRenderedRevisionFollowsTheNewestRevision(t *testing.T) {
 			apply := func() *Result {
 				t.Helper()
 				a := NewApply(cfg)
-				a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+				a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 				res, err := a.Run(t.Context(), "rev", src, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -32,9 +32,10 @@ import (
 // about half of an apply's CPU at 500 workloads (docs/performance.md,
 // "One cluster view per process").
 //
-// The mapper is kubectl's: a deferred discovery mapper over the discovery
-// client (its disk cache read once), which on a kind it does not know
-// invalidates the cache and asks the API server once, as kubectl does.
+// The mapper is kubectl's, a deferred discovery mapper over the discovery
+// client (its disk cache read once), behind a relearningMapper: on a kind
+// it does not know, it asks the API server again, every time, as helm's
+// fresh mapper per Build does (see relearningMapper).
 type clusterView struct {
 	base genericclioptions.RESTClientGetter
 	// ahead is in front of every client's transport (see readAhead).
@@ -96,9 +97,58 @@ func (v *clusterView) ToRESTMapper() (meta.RESTMapper, error) {
 		}
 		// As ConfigFlags builds it, over this view's discovery client.
 		deferred := restmapper.NewDeferredDiscoveryRESTMapper(dc)
-		v.mapper = restmapper.NewShortcutExpander(deferred, dc, func(string) {})
+		v.mapper = relearningMapper{restmapper.NewShortcutExpander(deferred, dc, func(string) {}).(meta.ResettableRESTMapper)}
 	}
 	return v.mapper, nil
+}
+
+// relearningMapper learns kinds the cluster serves only since it was
+// last asked. The deferred discovery mapper asks again on an unknown kind
+// only while its discovery is not fresh, and a discovery client counts as
+// fresh for the rest of the process once it has been invalidated and read
+// (the plan reads it so, for the capabilities). But kinds appear during
+// an apply: a CRD in templates/ whose custom resource is a post-install
+// hook, a hook that creates a CRD for a later one, an operator that
+// registers its CRDs when it starts. Helm builds a new mapper for each
+// Build, so it finds them; this mapper, shared by the whole process,
+// resets (invalidating discovery) on every "no matches for kind" and
+// tries once more, whatever freshness says.
+type relearningMapper struct {
+	meta.ResettableRESTMapper
+}
+
+// relearn calls f, and once more after a reset when f finds no match.
+func relearn[T any](m relearningMapper, f func() (T, error)) (T, error) {
+	v, err := f()
+	if meta.IsNoMatchError(err) {
+		m.Reset()
+		v, err = f()
+	}
+	return v, err
+}
+
+func (m relearningMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return relearn(m, func() (schema.GroupVersionKind, error) { return m.ResettableRESTMapper.KindFor(r) })
+}
+
+func (m relearningMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	return relearn(m, func() ([]schema.GroupVersionKind, error) { return m.ResettableRESTMapper.KindsFor(r) })
+}
+
+func (m relearningMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	return relearn(m, func() (schema.GroupVersionResource, error) { return m.ResettableRESTMapper.ResourceFor(r) })
+}
+
+func (m relearningMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return relearn(m, func() ([]schema.GroupVersionResource, error) { return m.ResettableRESTMapper.ResourcesFor(r) })
+}
+
+func (m relearningMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	return relearn(m, func() (*meta.RESTMapping, error) { return m.ResettableRESTMapper.RESTMapping(gk, versions...) })
+}
+
+func (m relearningMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	return relearn(m, func() ([]*meta.RESTMapping, error) { return m.ResettableRESTMapper.RESTMappings(gk, versions...) })
 }
 
 func (v *clusterView) ToRawKubeConfigLoader() clientcmd.ClientConfig {

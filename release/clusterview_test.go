@@ -38,6 +38,8 @@ type countingGetter struct {
 	// resource: what a new mapper reads (from the disk cache, in a real
 	// cluster) before its first mapping.
 	reads int
+	// fake is the last discovery client's API server.
+	fake *fakediscovery.FakeDiscovery
 }
 
 // countingDiscovery counts what a mapper reads.
@@ -64,8 +66,8 @@ func (g *countingGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.discoveries++
-	fake := &fakediscovery.FakeDiscovery{Fake: &kubetesting.Fake{Resources: g.resources}}
-	return countingDiscovery{memory.NewMemCacheClient(fake), g}, nil
+	g.fake = &fakediscovery.FakeDiscovery{Fake: &kubetesting.Fake{Resources: g.resources}}
+	return countingDiscovery{memory.NewMemCacheClient(g.fake), g}, nil
 }
 
 func (g *countingGetter) ToRESTMapper() (meta.RESTMapper, error) {
@@ -131,6 +133,58 @@ func TestClusterViewBuildsEachPartOnce(t *testing.T) {
 	}
 	if base.reads != 1 {
 		t.Errorf("discovery read %d times for three mappings, want once", base.reads)
+	}
+}
+
+// TestClusterViewLearnsNewKinds: a kind the cluster starts serving after
+// the view's discovery was read fresh (a CRD in templates/ whose custom
+// resource is a post-install hook) is mapped: on "no matches for kind"
+// the mapper resets, discovery is asked again, and the mapping is tried
+// once more. A kind the cluster does not serve stays an error.
+func TestClusterViewLearnsNewKinds(t *testing.T) {
+	base := &countingGetter{resources: []*metav1.APIResourceList{{
+		GroupVersion: "apps/v1",
+		APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: []string{"get"}}},
+	}}}
+	v := newClusterView(base)
+	dc, err := v.ToDiscoveryClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the plan reads the capabilities: invalidated, then read, which
+	// makes the cached discovery fresh.
+	dc.Invalidate()
+	if _, _, err := dc.ServerGroupsAndResources(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := v.ToRESTMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	if _, err := m.RESTMapping(widget, "v1"); !meta.IsNoMatchError(err) {
+		t.Fatalf("Widget before its CRD: %v, want no match", err)
+	}
+	// The CRD is created during the apply.
+	base.fake.Resources = append(base.fake.Resources, &metav1.APIResourceList{
+		GroupVersion: "example.com/v1",
+		APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: []string{"get"}}},
+	})
+	mapping, err := m.RESTMapping(widget, "v1")
+	if err != nil || mapping.Resource.Resource != "widgets" {
+		t.Fatalf("Widget after its CRD was created: %v, %v; want widgets", mapping, err)
+	}
+	if ms, err := m.RESTMappings(widget); err != nil || len(ms) != 1 {
+		t.Errorf("RESTMappings(Widget): %v, %v", ms, err)
+	}
+	if gvk, err := m.KindFor(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}); err != nil || gvk.Kind != "Widget" {
+		t.Errorf("KindFor(widgets): %v, %v", gvk, err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Gadget"}, "v1"); !meta.IsNoMatchError(err) {
+		t.Errorf("a kind the cluster never serves: %v, want no match", err)
 	}
 }
 

@@ -34,6 +34,11 @@ type Diff struct {
 	// record (helm-diff's --three-way-merge): drift shows, and
 	// HasChanges means the cluster differs from what apply would send.
 	ThreeWayMerge bool
+	// DisableHooks is the apply's --no-hooks: with it, the chart's
+	// upgrade hooks do not make a revision.
+	DisableHooks bool
+	// clients builds the live check's clients; nil is newLiveClients.
+	clients func(*action.Configuration) (liveClients, error)
 }
 
 // NewDiff returns a Diff bound to a Helm configuration.
@@ -74,9 +79,13 @@ type DiffResult struct {
 	// InjectorsBefore and InjectorsAfter are the injectors recorded in the
 	// deployed revision and the ones this apply would record.
 	InjectorsBefore, InjectorsAfter []inject.Record
-	// Drift (--three-way-merge) is what the cluster added to the objects
-	// that an apply keeps.
+	// Drift describes the objects the cluster holds otherwise than the
+	// deployed revision, which an apply of an unchanged chart takes back
+	// (the live check), or with --three-way-merge what the cluster added
+	// to the objects that an apply keeps.
 	Drift []string
+	// LiveDrift are the objects of the live check.
+	LiveDrift []ObjectDrift
 }
 
 // Run computes the changes for release name.
@@ -84,7 +93,8 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	// Diff shows what apply would do; a kept chart is apply's business.
 	in := d.Inputs
 	in.KeepChart = ""
-	p, err := makePlan(ctx, d.cfg, name, src, vals, in)
+	// A first install creates crds/, as apply without --skip-crds.
+	p, err := makePlan(ctx, d.cfg, name, src, vals, in, true)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +106,19 @@ func (d *Diff) Run(ctx context.Context, name string, src Source, vals map[string
 	} else {
 		res.Installed = true
 	}
-	dec, err := decideRevision(p, revisionInputs{labels: d.Labels, serverSide: d.ServerSide})
+	dec, err := decideRevision(p, revisionInputs{labels: d.Labels, serverSide: d.ServerSide, hooks: !d.DisableHooks})
 	if err != nil {
 		return nil, fmt.Errorf("release %q: %w", name, err)
 	}
 	res.Changes, res.Reasons = dec.Changes, dec.Reasons
+	// As apply: with nothing changed, the cluster is read (--three-way-merge
+	// reads it below, for every object).
+	if p.current != nil && !dec.newRevision() && !d.SkipLiveCheck && !d.ThreeWayMerge {
+		if res.LiveDrift, err = liveDrift(ctx, d.cfg, d.clients, p, d.ServerSide, false, DefaultWriteConcurrency); err != nil {
+			return nil, fmt.Errorf("release %q: %w", name, err)
+		}
+		res.Drift = DriftLines(res.LiveDrift)
+	}
 	if d.ThreeWayMerge && p.current != nil {
 		if res.Changes, res.Drift, err = d.threeWay(ctx, p); err != nil {
 			return nil, fmt.Errorf("release %q: %w", name, err)

@@ -36,6 +36,10 @@ type Inputs struct {
 	Labels map[string]string
 	// Render holds Helm's flags that change how a chart renders.
 	Render RenderFlags
+	// SkipLiveCheck trusts the release record: with nothing changed in
+	// the chart, apply and diff do not read the release's objects from the
+	// cluster to find drift (--skip-live-check).
+	SkipLiveCheck bool
 	// Cache, when set (a helmfile run's, see EnvPlanCache), lets apply and
 	// diff reuse a plan the run already rendered and injected with exactly
 	// the same inputs.

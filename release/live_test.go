@@ -202,6 +202,7 @@ func fakeClientsWithMetadata(t *testing.T, typed []runtime.Object, metadataOf []
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Service"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
 	var ro []runtime.Object
 	for _, o := range objs {
@@ -211,6 +212,7 @@ func fakeClientsWithMetadata(t *testing.T, typed []runtime.Object, metadataOf []
 		{Group: "apps", Version: "v1", Resource: "deployments"}:                       "DeploymentList",
 		{Version: "v1", Resource: "configmaps"}:                                       "ConfigMapList",
 		{Version: "v1", Resource: "services"}:                                         "ServiceList",
+		{Version: "v1", Resource: "secrets"}:                                          "SecretList",
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}: "ClusterRoleList",
 	}, ro...)
 	var mo []runtime.Object

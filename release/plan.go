@@ -82,8 +82,9 @@ type plan struct {
 
 // makePlan reads the release history, renders, injects and builds the
 // temporary chart: every step that can reject user input, and none that
-// writes to the cluster.
-func makePlan(ctx context.Context, cfg *action.Configuration, name string, src Source, vals map[string]any, o Inputs) (*plan, error) {
+// writes to the cluster. createsCRDs says that a first install creates
+// the chart's crds/ (no --skip-crds), before it renders as Helm's does.
+func makePlan(ctx context.Context, cfg *action.Configuration, name string, src Source, vals map[string]any, o Inputs, createsCRDs bool) (*plan, error) {
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("release name %q: %w", name, err)
 	}
@@ -96,6 +97,10 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	caps, restConfig, err := clusterFacts(cfg, name, o.KubeVersion, o.Render.APIVersions)
 	if err != nil {
 		return nil, err
+	}
+	if current == nil && createsCRDs {
+		// A first install creates crds/ before it renders, as Helm's.
+		caps = chartify.WithChartCRDs(caps, src.Chart)
 	}
 	if o.KubeVersion == "" {
 		// The SDK's install and upgrade ask the API server the same

@@ -68,7 +68,7 @@ func TestPlanCache(t *testing.T) {
 	injector, runs := countingInjector(t)
 	cache := openCache(t, runDir(t), testPlanKey)
 	inputs := func(c *PlanCache) Inputs {
-		return Inputs{Namespace: "shop", Injectors: &inject.Declared{Specs: []inject.Spec{injector}}, Cache: c}
+		return Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{Specs: []inject.Spec{injector}}, Cache: c}
 	}
 	ch, _, err := chartify.Load("../fixtures/charts/api", chartify.LoadOptions{})
 	if err != nil {
@@ -163,7 +163,7 @@ func TestPlanCacheTrustsOnlyItsRun(t *testing.T) {
 	dir := runDir(t)
 	diff := func(c *PlanCache) error {
 		d := NewDiff(cfg)
-		d.Inputs = Inputs{Namespace: "shop", Cache: c}
+		d.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Cache: c}
 		d.AllowUnreleased = true
 		_, err := d.Run(t.Context(), "api", src, map[string]any{"replicas": 2})
 		return err

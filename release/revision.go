@@ -5,6 +5,8 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	"maps"
 	"reflect"
+	"slices"
+	"strings"
 
 	release "helm.sh/helm/v4/pkg/release/v1"
 
@@ -22,6 +24,12 @@ type revisionInputs struct {
 	// serverSide is --server-side: "true" or "false" asks for an apply
 	// method; "auto" or "" keeps the release's.
 	serverSide string
+	// description is --description, which helm stores on the revision an
+	// upgrade makes.
+	description string
+	// hooks is true when the apply runs hooks (no --no-hooks): helm runs
+	// pre- and post-upgrade hooks on every upgrade.
+	hooks bool
 }
 
 // revisionDecision is what applying a plan would change.
@@ -71,6 +79,7 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 	if r := applyMethodReason(current, in.serverSide); r != "" {
 		d.Reasons = append(d.Reasons, r)
 	}
+	d.Reasons = append(d.Reasons, helmUpgradeReasons(p, in)...)
 	d.Reasons = append(d.Reasons, metadataReasons(current, p, len(d.Changes) > 0)...)
 	same, err := sameJSON(p.values, current.Config)
 	if err != nil {
@@ -89,6 +98,46 @@ func decideRevision(p *plan, in revisionInputs) (revisionDecision, error) {
 		}
 	}
 	return d, nil
+}
+
+// helmUpgradeReasons are what helm's upgrade does on every upgrade, even
+// of a release it does not change, that only a revision can hold: it runs
+// the upgrade hooks (their runs are recorded on the revision) and stores
+// --description.
+func helmUpgradeReasons(p *plan, in revisionInputs) []string {
+	var reasons []string
+	if in.description != "" && in.description != p.current.Info.Description {
+		reasons = append(reasons, fmt.Sprintf("--description %q: helm stores it on a new revision (revision %d's is %q)", in.description, p.current.Version, p.current.Info.Description))
+	}
+	if in.hooks {
+		if events := upgradeHooks(p.rendered.Documents); len(events) > 0 {
+			reasons = append(reasons, fmt.Sprintf("the chart has %s hooks, which helm runs on every upgrade (--no-hooks skips them)", strings.Join(events, " and ")))
+		}
+	}
+	return reasons
+}
+
+// upgradeHooks are the upgrade events (pre-upgrade, post-upgrade) that
+// hooks among docs run on, in that order.
+func upgradeHooks(docs []manifest.Document) []string {
+	var events []string
+	for _, event := range []string{"pre-upgrade", "post-upgrade"} {
+		if slices.ContainsFunc(docs, func(d manifest.Document) bool { return hookRunsOn(d.Hook, event) }) {
+			events = append(events, event)
+		}
+	}
+	return events
+}
+
+// hookRunsOn reads a helm.sh/hook annotation as Helm does: events
+// separated by commas, spaces around them ignored.
+func hookRunsOn(annotation, event string) bool {
+	for e := range strings.SplitSeq(annotation, ",") {
+		if strings.TrimSpace(e) == event {
+			return true
+		}
+	}
+	return false
 }
 
 // applyMethodReason says why an apply with --server-side=true or =false

@@ -115,7 +115,7 @@ func TestDecideRevision(t *testing.T) {
 			}
 		}
 		src := load(t)
-		in := Inputs{Namespace: "shop", Injectors: &inject.Declared{}, Labels: s.labels}
+		in := Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}, Labels: s.labels}
 		d := NewDiff(cfg)
 		d.Inputs, d.AllowUnreleased, d.ServerSide = in, true, s.serverSide
 		dr, err := d.Run(t.Context(), "decide", src, s.vals)
@@ -177,7 +177,7 @@ func TestRenderedRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := Source{Ref: dir, Chart: ch}
-	in := Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+	in := Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 	for _, want := range []string{`revision: "1"` + "\n  upgrade: \"false\"", `revision: "2"` + "\n  upgrade: \"true\"", `revision: "3"` + "\n  upgrade: \"true\""} {
 		a := NewApply(cfg)
 		a.Inputs = in
@@ -220,7 +220,7 @@ func TestResourceSizeLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := NewApply(cfg)
-		a.Inputs = Inputs{Namespace: "shop", Injectors: &inject.Declared{}}
+		a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Injectors: &inject.Declared{}}
 		_, err = a.Run(t.Context(), "big", Source{Ref: dir, Chart: ch}, nil)
 		switch {
 		case tt.wantErr == "" && err != nil:
@@ -284,7 +284,7 @@ func TestReconcileStrategies(t *testing.T) {
 					t.Fatal(err)
 				}
 				a := NewApply(cfg)
-				a.Inputs = Inputs{Namespace: "shop", Reconcile: tt.strategy, Injectors: &inject.Declared{Specs: []inject.Spec{ref}}}
+				a.Inputs = Inputs{Namespace: "shop", SkipLiveCheck: true, Reconcile: tt.strategy, Injectors: &inject.Declared{Specs: []inject.Spec{ref}}}
 				res, err := a.Run(t.Context(), "web", src, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -28,6 +28,17 @@ rollback, test and uninstall work on it. Everything that can reject your
 input (rendering, injectors, their output) runs before anything is written
 to the cluster.
 
+When the chart, values, injectors and metadata are what the deployed
+revision holds, apply reads the release's objects from the cluster before
+it skips the upgrade. An object deleted, or a field the release sets
+changed, outside helm makes a new revision that puts them back, as helm's
+upgrade would; with server-side apply, fields another field manager now
+owns are refused before anything is written, unless --force-conflicts.
+What controllers and webhooks add is not drift. --skip-live-check trusts
+the release record instead. With nothing to change, --wait still waits
+and --recreate-pods still restarts; upgrade hooks and a new --description
+make a new revision, as helm runs and stores them on every upgrade.
+
 Ctrl-C or SIGTERM during the install leaves the new revision failed (with
 --atomic: rolled back, or uninstalled on a first install), never pending;
 the next apply continues from there. See docs/reliability.md.`
@@ -61,7 +72,8 @@ func (a *applyFlags) add(cmd *cobra.Command) {
 	addDryRun(f, &a.dryRunMode, "simulate: render, inject and validate, then print what would be installed; --dry-run or =client, =server (lookups reach the cluster either way), =none for a real apply")
 	f.BoolVar(&a.opts.DisableHooks, "no-hooks", false, "do not run hooks")
 	f.BoolVar(&a.opts.SkipCRDs, "skip-crds", false, "do not install CRDs on a first install")
-	f.BoolVar(&a.opts.ForceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision")
+	f.BoolVar(&a.opts.ForceUpgrade, "force-upgrade", false, "upgrade even when the rendered release equals the deployed revision and the cluster matches it")
+	f.BoolVar(&a.inputs.SkipLiveCheck, "skip-live-check", false, skipLiveCheckUsage)
 	f.BoolVar(&a.opts.ForceReplace, "force-replace", false, "force resource updates by replacement, as helm 4")
 	f.BoolVar(&a.opts.ForceReplace, "force", false, "helm 3's name for --force-replace")
 	f.BoolVar(&a.opts.ForceConflicts, "force-conflicts", false, "with server-side apply, take over fields that other field managers own, as helm 4")
@@ -151,6 +163,9 @@ func (a *applyFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, args []s
 	return printRelease(cmd.OutOrStdout(), res, printReleaseOptions{dryRun: ap.DryRun, hideNotes: a.hideNotes, hideSecret: a.hideSecret, output: a.output})
 }
 
+// skipLiveCheckUsage is --skip-live-check's help on apply and diff.
+const skipLiveCheckUsage = "when nothing changed in the chart, trust the release record instead of reading the release's objects from the cluster: faster, but an object deleted or edited outside helm stays so (helm's upgrade would put it back)"
+
 // progressModes is the end of every --progress usage.
 const progressModes = "auto (redrawn in place on a terminal, a line per change otherwise; none when helmfile runs helm-inject as helm), plain or none"
 
@@ -217,8 +232,21 @@ func printRelease(w io.Writer, res *release.Result, o printReleaseOptions) error
 		return err
 	}
 	if res.Unchanged {
-		fmt.Fprintf(w, "Release %q has no changes; it stays at revision %d.\n", rel.Name, rel.Version)
+		switch {
+		case !res.LiveChecked:
+			fmt.Fprintf(w, "Release %q has no changes; it stays at revision %d (the cluster was not read: --skip-live-check).\n", rel.Name, rel.Version)
+		case res.Waited:
+			fmt.Fprintf(w, "Release %q has no changes; the cluster matches revision %d, and its resources are ready.\n", rel.Name, rel.Version)
+		default:
+			fmt.Fprintf(w, "Release %q has no changes; the cluster matches revision %d.\n", rel.Name, rel.Version)
+		}
 		return nil
+	}
+	if len(res.Drift) > 0 {
+		fmt.Fprintf(w, "The chart has not changed, but the cluster differed from revision %d:\n", rel.Version-1)
+		for _, line := range release.DriftLines(res.Drift) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
 	}
 	verb := "upgraded"
 	if res.Installed {

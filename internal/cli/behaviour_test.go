@@ -55,9 +55,25 @@ func TestPrintRelease(t *testing.T) {
 	if got := print(&release.Result{Release: rel(), Installed: true}, printReleaseOptions{}); !strings.HasPrefix(got, "Release \"shop\" has been installed.\n") {
 		t.Errorf("an install: %s", got)
 	}
-	// No revision made: a user must not read "upgraded".
-	if got := print(&release.Result{Release: rel(), Unchanged: true}, printReleaseOptions{}); got != "Release \"shop\" has no changes; it stays at revision 3.\n" {
-		t.Errorf("an apply that changes nothing: %q", got)
+	// No revision made: a user must not read "upgraded", and reads
+	// whether the cluster was looked at.
+	for _, tt := range []struct {
+		res  release.Result
+		want string
+	}{
+		{release.Result{Unchanged: true, LiveChecked: true}, "Release \"shop\" has no changes; the cluster matches revision 3.\n"},
+		{release.Result{Unchanged: true, LiveChecked: true, Waited: true}, "Release \"shop\" has no changes; the cluster matches revision 3, and its resources are ready.\n"},
+		{release.Result{Unchanged: true}, "Release \"shop\" has no changes; it stays at revision 3 (the cluster was not read: --skip-live-check).\n"},
+	} {
+		tt.res.Release = rel()
+		if got := print(&tt.res, printReleaseOptions{}); got != tt.want {
+			t.Errorf("an apply that changes nothing (%+v): %q, want %q", tt.res, got, tt.want)
+		}
+	}
+	// An upgrade of an unchanged chart that takes drift back says so.
+	drifted := print(&release.Result{Release: rel(), Drift: []release.ObjectDrift{{Kind: "ConfigMap", Name: "shop-config", Namespace: "prod", Missing: true}}}, printReleaseOptions{})
+	if want := "The chart has not changed, but the cluster differed from revision 2:\n  ConfigMap shop-config (namespace prod): missing from the cluster; apply creates it again\nRelease \"shop\" has been upgraded.\n"; !strings.HasPrefix(drifted, want) {
+		t.Errorf("an upgrade taking drift back:\n%s\nwant it to start:\n%s", drifted, want)
 	}
 	// --dry-run prints the manifest; --hide-secret keeps the Secret's
 	// value out of it.

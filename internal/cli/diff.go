@@ -67,7 +67,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	f.StringVar(&d.inputs.KubeVersion, "kube-version", "", "Kubernetes version for .Capabilities.KubeVersion (default: the server's)")
 	f.BoolVar(&d.install, "install", false, "same as --allow-unreleased (helm-diff's spelling for helm upgrade --install)")
 	f.BoolVarP(&d.print.SuppressSecrets, "suppress-secrets", "q", false, "leave Secrets out of the output")
-	f.BoolVar(&d.print.NoHooks, "no-hooks", false, "leave hooks out of the output (they still count for --detailed-exitcode)")
+	f.BoolVar(&d.print.NoHooks, "no-hooks", false, "leave hooks out of the output (their changes still count for --detailed-exitcode); as with apply --no-hooks, the chart's upgrade hooks alone make no new revision")
 	f.BoolVar(&d.print.IncludeTests, "include-tests", false, "show changes of helm test hooks too (hidden by default, as in helm-diff; they always count for --detailed-exitcode)")
 	f.StringArrayVar(&d.print.Suppress, "suppress", nil, "leave resources of this kind out of the output (repeatable)")
 	f.StringArrayVar(&d.suppressLines, "suppress-output-line-regex", nil, "leave changed lines matching this regular expression out of the output (repeatable)")
@@ -87,6 +87,7 @@ func (d *diffFlags) add(cmd *cobra.Command) {
 	noop(f, "take-ownership", "", noopBool(), "the diff is against the release record; resources an apply would take over show as added")
 	noop(f, "adopt", "", noopString(), "the diff is against the release record; resources an apply would adopt show as added")
 	f.BoolVar(&d.threeWay, "three-way-merge", false, "compare with the live objects instead of the release record: drift shows (see docs/live.md)")
+	f.BoolVar(&d.inputs.SkipLiveCheck, "skip-live-check", false, skipLiveCheckUsage)
 	refuse(f, "suppress-annotation", "", false, "use --suppress-output-line-regex")
 	refuse(f, "suppress-label", "", false, "use --suppress-output-line-regex")
 }
@@ -185,6 +186,7 @@ func (d *diffFlags) newDiff(l *loaded) (*release.Diff, error) {
 	df.AllowUnreleased = d.unreleased || d.install
 	df.ServerSide = d.serverSide
 	df.ThreeWayMerge = d.threeWay
+	df.DisableHooks = d.print.NoHooks
 	return df, nil
 }
 
