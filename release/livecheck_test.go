@@ -25,6 +25,7 @@ import (
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/drift"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/testfs"
 	"github.com/helm-inject/helm-inject/manifest"
 )
 
@@ -456,5 +457,43 @@ func TestPruneHistory(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s: revisions %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestFirstInstallCapabilities: a first install renders with the API
+// versions of the chart's crds/, which Helm's install creates before it
+// renders, so a template gated on the chart's own CRD is planned; with
+// --skip-crds (nothing created) and on an upgrade it is not.
+func TestFirstInstallCapabilities(t *testing.T) {
+	dir := t.TempDir()
+	testfs.Write(t, dir, map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: gated\nversion: 0.1.0\n",
+		"crds/gadgets.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  names: {kind: Gadget, plural: gadgets}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true}\n",
+		"templates/gated.yaml": "{{- if .Capabilities.APIVersions.Has \"example.com/v1/Gadget\" }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gated\n{{- end }}\n",
+		"templates/always.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: always\n",
+	})
+	ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := func(createsCRDs bool) []string {
+		cfg := memoryConfig(t)
+		cfg.RESTClientGetter = newFakeCluster()
+		p, err := makePlan(t.Context(), cfg, "web", Source{Ref: "gated", Chart: ch}, nil, Inputs{Namespace: "shop", Injectors: &inject.Declared{}}, createsCRDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, d := range p.rendered.Documents {
+			names = append(names, d.ID.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got := planned(true); !slices.Equal(got, []string{"always", "gated"}) {
+		t.Errorf("a first install planned %v, want the gated ConfigMap too", got)
+	}
+	if got := planned(false); !slices.Equal(got, []string{"always"}) {
+		t.Errorf("a first install with --skip-crds planned %v, want only the ungated one", got)
 	}
 }
