@@ -135,8 +135,9 @@ func TestHelmfileInjectorFields(t *testing.T) {
 
 // TestHelmfileDiffAndApply: after sync, apply changes nothing; a value
 // change in one release shows in diff for that release only, with
-// helmfile's --detailed-exitcode, and apply upgrades only that release. No
-// helm-diff plugin is installed: helm-inject answers every diff.
+// helmfile's --detailed-exitcode, and apply upgrades only that release; an
+// object deleted with kubectl shows as drift and apply creates it again.
+// No helm-diff plugin is installed: helm-inject answers every diff.
 func TestHelmfileDiffAndApply(t *testing.T) {
 	ns := namespace(t)
 	api := filepath.Join(repoRoot(t), apiChart)
@@ -195,6 +196,26 @@ func TestHelmfileDiffAndApply(t *testing.T) {
 	}
 	if data := configMapData(t, ns, "alpha-config"); data["logLevel"] != "debug" {
 		t.Errorf("alpha-config = %v", data)
+	}
+
+	// Nothing changed in the state, but beta's ConfigMap was deleted:
+	// helmfile's diff sees the drift and its apply makes the revision
+	// that creates it again, as helm 4's upgrade would.
+	kubectl(t, "-n", ns, "delete", "configmap", "beta-config")
+	if r := helmfileRun(t, dir, "diff", "--detailed-exitcode"); r.code != 2 || !strings.Contains(r.stdout, "drift: ConfigMap beta-config (namespace "+ns+"): missing from the cluster") {
+		t.Errorf("diff after beta-config was deleted: %s; want exit 2 and the drift", r)
+	}
+	if r := helmfileRun(t, dir, "apply"); r.code != 0 {
+		t.Fatalf("apply after beta-config was deleted:\n%s", r)
+	}
+	if got := len(revisions(t, "beta", ns)); got != 2 {
+		t.Errorf("beta has %d revisions after the apply over its deleted ConfigMap, want 2", got)
+	}
+	if data := configMapData(t, ns, "beta-config"); data["logLevel"] != "info" {
+		t.Errorf("beta-config after the apply = %v, want it back", data)
+	}
+	if got := len(revisions(t, "alpha", ns)); got != 2 {
+		t.Errorf("alpha has %d revisions, want 2 (its cluster matched)", got)
 	}
 }
 

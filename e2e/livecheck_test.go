@@ -23,16 +23,42 @@ import (
 )
 
 // requestLog is a proxy in front of the test control plane that records
-// every request it forwards but reads (GET): what a command wrote.
+// every request it forwards, as "METHOD path".
 type requestLog struct {
-	mu     sync.Mutex
-	writes []string
+	mu       sync.Mutex
+	requests []string
 }
 
+// Writes are the requests that are not reads (GET).
 func (l *requestLog) Writes() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.writes...)
+	var out []string
+	for _, r := range l.requests {
+		if !strings.HasPrefix(r, "GET ") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Count is how many requests since the first skip were exactly r.
+func (l *requestLog) Count(skip int, r string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, q := range l.requests[skip:] {
+		if q == r {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *requestLog) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.requests)
 }
 
 // countingKubeconfig starts the proxy and writes a kubeconfig that
@@ -51,11 +77,9 @@ func countingKubeconfig(t *testing.T) (string, *requestLog) {
 	proxy.Transport, proxy.FlushInterval = tr, -1
 	log := &requestLog{}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			log.mu.Lock()
-			log.writes = append(log.writes, r.Method+" "+r.URL.Path)
-			log.mu.Unlock()
-		}
+		log.mu.Lock()
+		log.requests = append(log.requests, r.Method+" "+r.URL.Path)
+		log.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -112,12 +136,19 @@ func TestApplyChecksTheCluster(t *testing.T) {
 	for _, ns := range []string{nsHelm, nsInject} {
 		kubectl(t, "-n", ns, "annotate", "deployment", "drift", "team.example/owner=payments")
 	}
-	before := len(requests.Writes())
+	before, all := len(requests.Writes()), requests.Len()
 	if r := apply(); r.code != 0 || !strings.Contains(r.stdout, `Release "drift" has no changes; the cluster matches revision 1.`) {
 		t.Fatalf("apply of the unchanged chart over a cluster in sync:\n%s", r)
 	}
 	if w := requests.Writes()[before:]; len(w) != 0 {
 		t.Errorf("apply of an unchanged release in sync wrote to the cluster: %v", w)
+	}
+	// One round trip per object of the release.
+	for _, object := range []string{"/api/v1/namespaces/" + nsInject + "/secrets/drift-db", "/api/v1/namespaces/" + nsInject + "/configmaps/drift-config",
+		"/apis/apps/v1/namespaces/" + nsInject + "/deployments/drift"} {
+		if n := requests.Count(all, "GET "+object); n != 1 {
+			t.Errorf("the unchanged apply read %s %d times, want once", object, n)
+		}
 	}
 	if r := diff(); r.code != 0 || r.stdout != "" {
 		t.Errorf("diff of the release in sync: %s; want exit 0 and nothing", r)

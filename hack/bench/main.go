@@ -399,8 +399,11 @@ func (b *bench) methods() []method {
 		{key: "helm4-upgrade-same", label: "helm 4 upgrade --install, nothing changed", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helm4, "upgrade", "--install", "same4", chart}, ns(n))
 		}},
-		{key: "hi-apply-builtin-same", label: "helm-inject apply, built-in, nothing changed", install: true, args: func(n, r int, chart, count string) []string {
+		{key: "hi-apply-builtin-same", label: "helm-inject apply, built-in, nothing changed (the cluster read)", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "builtin-same", chart}, builtin, ns(n))
+		}},
+		{key: "hi-apply-builtin-same-skip", label: "helm-inject apply, built-in, nothing changed, --skip-live-check", install: true, args: func(n, r int, chart, count string) []string {
+			return slices.Concat([]string{b.helmInject, "apply", "builtin-same-skip", chart, "--skip-live-check"}, builtin, ns(n))
 		}},
 		{key: "hi-apply-builtin-csa", label: "helm-inject apply, built-in, --server-side=false", install: true, args: func(n, r int, chart, count string) []string {
 			return slices.Concat([]string{b.helmInject, "apply", "builtin-csa", chart, "--server-side=false"}, builtin, ns(n), set(r))
@@ -414,6 +417,12 @@ func (b *bench) methods() []method {
 			}},
 			method{key: "hi-apply-builtin-delayed", label: "helm-inject apply, built-in, " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
 				return slices.Concat([]string{b.helmInject, "apply", "builtin-delayed", chart}, builtin, ns(n), set(r))
+			}},
+			method{key: "helm4-upgrade-same-delayed", label: "helm 4 upgrade --install, nothing changed, " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helm4, "upgrade", "--install", "same4-delayed", chart}, ns(n))
+			}},
+			method{key: "hi-apply-builtin-same-delayed", label: "helm-inject apply, built-in, nothing changed (the cluster read), " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
+				return slices.Concat([]string{b.helmInject, "apply", "builtin-same-delayed", chart}, builtin, ns(n))
 			}},
 			method{key: "helm4-install-delayed", label: "helm 4 install (a new release), " + ms + " each way", install: true, delayed: true, args: func(n, r int, chart, count string) []string {
 				return slices.Concat([]string{b.helm4, "install", fmt.Sprintf("new4-delayed-r%d", r), chart}, installNS(n))
@@ -682,8 +691,11 @@ func (b *bench) targets(w *strings.Builder, res results, top int) {
 		{name: "CPU of install, built-in ≤ 0.6x helm 4 install", of: "hi-apply-builtin-install", per: "helm4-install", cpu: true, limit: 0.6},
 		{name: "apply, external ≤ 1.0x helm 4 upgrade --install --post-renderer (plugin)", of: "hi-apply-ext", per: "helm4-postrender", limit: 1.0},
 		{name: "CPU of apply, external ≤ 1.0x helm 4 upgrade --install --post-renderer (plugin)", of: "hi-apply-ext", per: "helm4-postrender", cpu: true, limit: 1.0},
-		{name: "apply with nothing changed ≤ 0.5x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", limit: 0.5},
+		// Issue 55's: nothing changed, the cluster read.
+		{name: "apply with nothing changed (the cluster read) ≤ 0.2x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", limit: 0.2},
+		{name: "the same through the delay proxy ≤ 0.2x", of: "hi-apply-builtin-same-delayed", per: "helm4-upgrade-same-delayed", limit: 0.2},
 		{name: "CPU of apply with nothing changed ≤ 0.5x helm 4's upgrade", of: "hi-apply-builtin-same", per: "helm4-upgrade-same", cpu: true, limit: 0.5},
+		{name: "(reference) nothing changed, --skip-live-check vs helm 4's upgrade", of: "hi-apply-builtin-same-skip", per: "helm4-upgrade-same", limit: 0},
 		{"template, built-in ≤ 0.8x helm template", "hi-template-builtin", "helm-template", false, false, 0.8},
 		{"chartify ≥ 10x template, built-in", "chartify", "hi-template-builtin", false, false, -10},
 		{"chartify ≥ 5x template, external", "chartify", "hi-template-ext", false, false, -5},
