@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/helm-inject/helm-inject/internal/testenv"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
@@ -281,7 +283,7 @@ spec:
 	for _, ns := range []string{nsHelm, nsInject} {
 		kubectl(t, "-n", ns, "get", "widgets."+ns+".example.com", "first")
 		// The CRDs, cluster-wide, go with the releases.
-		t.Cleanup(func() { command{}.run(t, helm4Bin(t), "uninstall", "widgets", "-n", ns) })
+		t.Cleanup(func() { afterTest(helm4Bin(t), "uninstall", "widgets", "-n", ns) })
 	}
 }
 
@@ -325,11 +327,16 @@ data:
 	}
 	nsHelm, nsInject := namespace(t), namespace(t)
 	groupHelm, groupInject := nsHelm+".example.com", nsInject+".example.com"
+	kubectlBin, err := testenv.Tool(cluster.ToolsBin, "kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		kubectl(t, "delete", "crd", "gadgets."+groupHelm, "gadgets."+groupInject, "--ignore-not-found")
+		afterTest(kubectlBin, "delete", "crd", "gadgets."+groupHelm, "gadgets."+groupInject, "--ignore-not-found")
 	})
+	injectChart := chart(groupInject)
 	command{}.mustRun(t, helm4Bin(t), "upgrade", "--install", "gated", chart(groupHelm), "-n", nsHelm)
-	mustHelmInject(t, "apply", "gated", chart(groupInject), "-n", nsInject)
+	mustHelmInject(t, "apply", "gated", injectChart, "-n", nsInject)
 	want := command{}.mustRun(t, helm4Bin(t), "get", "manifest", "gated", "-n", nsHelm).stdout
 	got := command{}.mustRun(t, helm4Bin(t), "get", "manifest", "gated", "-n", nsInject).stdout
 	if !strings.Contains(want, "name: gated") {
@@ -338,9 +345,17 @@ data:
 	if got != want {
 		t.Errorf("the first install stored:\n%s\nhelm 4's stored:\n%s", got, want)
 	}
-	if r := helmInject(t, "diff", "gated", chart(groupInject), "-n", nsInject, "--detailed-exitcode"); r.code != 0 {
+	if r := helmInject(t, "diff", "gated", injectChart, "-n", nsInject, "--detailed-exitcode"); r.code != 0 {
 		t.Errorf("diff after the first install: %s; want no changes", r)
 	}
+}
+
+// afterTest runs a clean-up command once the test's context is gone,
+// ignoring its outcome.
+func afterTest(bin string, args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = exec.CommandContext(ctx, bin, args...).Run()
 }
 
 // TestApplyWaitsWithNothingChanged: apply --wait of an unchanged chart
