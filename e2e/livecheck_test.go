@@ -241,21 +241,16 @@ func TestApplyChecksTheCluster(t *testing.T) {
 	}
 }
 
-// TestApplyLearnsKindsMidApply: a chart whose templates/ hold a CRD and
-// whose post-install hook is a custom resource of it installs with
-// --wait, as with helm 4: the kind that appears during the apply is
-// learned.
-func TestApplyLearnsKindsMidApply(t *testing.T) {
-	chart := filepath.Join(t.TempDir(), "widgets")
-	testfs.Write(t, chart, map[string]string{
-		"Chart.yaml": "apiVersion: v2\nname: widgets\nversion: 0.1.0\n",
-		"templates/crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+// crdYAML is a namespaced CustomResourceDefinition of kind in group,
+// serving v1 with any content.
+func crdYAML(group, kind, plural string) string {
+	return `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: widgets.{{ .Values.group }}
+  name: ` + plural + `.` + group + `
 spec:
-  group: {{ .Values.group }}
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  group: ` + group + `
+  names: {kind: ` + kind + `, plural: ` + plural + `, singular: ` + strings.ToLower(kind) + `, listKind: ` + kind + `List}
   scope: Namespaced
   versions:
   - name: v1
@@ -263,7 +258,18 @@ spec:
     storage: true
     schema:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`,
+`
+}
+
+// TestApplyLearnsKindsMidApply: a chart whose templates/ hold a CRD and
+// whose post-install hook is a custom resource of it installs with
+// --wait, as with helm 4: the kind that appears during the apply is
+// learned.
+func TestApplyLearnsKindsMidApply(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "widgets")
+	testfs.Write(t, chart, map[string]string{
+		"Chart.yaml":         "apiVersion: v2\nname: widgets\nversion: 0.1.0\n",
+		"templates/crd.yaml": crdYAML("{{ .Values.group }}", "Widget", "widgets"),
 		"templates/hook.yaml": `apiVersion: {{ .Values.group }}/v1
 kind: Widget
 metadata:
@@ -296,22 +302,8 @@ func TestFirstInstallRendersWithItsCRDs(t *testing.T) {
 	chart := func(group string) string {
 		dir := filepath.Join(t.TempDir(), "gated")
 		testfs.Write(t, dir, map[string]string{
-			"Chart.yaml": "apiVersion: v2\nname: gated\nversion: 0.1.0\n",
-			"crds/gadgets.yaml": `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.` + group + `
-spec:
-  group: ` + group + `
-  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`,
+			"Chart.yaml":        "apiVersion: v2\nname: gated\nversion: 0.1.0\n",
+			"crds/gadgets.yaml": crdYAML(group, "Gadget", "gadgets"),
 			"templates/gated.yaml": `{{- if .Capabilities.APIVersions.Has "` + group + `/v1/Gadget" }}
 apiVersion: v1
 kind: ConfigMap
