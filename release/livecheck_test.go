@@ -467,9 +467,9 @@ func TestPruneHistory(t *testing.T) {
 func TestFirstInstallCapabilities(t *testing.T) {
 	dir := t.TempDir()
 	testfs.Write(t, dir, map[string]string{
-		"Chart.yaml":        "apiVersion: v2\nname: gated\nversion: 0.1.0\n",
-		"crds/gadgets.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  names: {kind: Gadget, plural: gadgets}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true}\n",
-		"templates/gated.yaml": "{{- if .Capabilities.APIVersions.Has \"example.com/v1/Gadget\" }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gated\n{{- end }}\n",
+		"Chart.yaml":            "apiVersion: v2\nname: gated\nversion: 0.1.0\n",
+		"crds/gadgets.yaml":     "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  names: {kind: Gadget, plural: gadgets}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true}\n",
+		"templates/gated.yaml":  "{{- if .Capabilities.APIVersions.Has \"example.com/v1/Gadget\" }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gated\n{{- end }}\n",
 		"templates/always.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: always\n",
 	})
 	ch, _, err := chartify.Load(dir, chartify.LoadOptions{})
