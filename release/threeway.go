@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -19,17 +18,11 @@ import (
 // not have it. A namespaced object without a namespace is in ns.
 func getLive(ctx context.Context, c liveClients, desired map[string]any, ns string) (*unstructured.Unstructured, string, error) {
 	u := &unstructured.Unstructured{Object: desired}
-	gvk := u.GroupVersionKind()
-	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	gvr, ns, err := liveTarget(c.mapper, u, ns)
 	if err != nil {
-		return nil, "", fmt.Errorf("the cluster does not serve %s: %w", gvk, err)
+		return nil, "", err
 	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		ns = ""
-	} else if u.GetNamespace() != "" {
-		ns = u.GetNamespace()
-	}
-	live, err := c.dynamic.Resource(mapping.Resource).Namespace(ns).Get(ctx, u.GetName(), metav1.GetOptions{})
+	live, err := c.dynamic.Resource(gvr).Namespace(ns).Get(ctx, u.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, ns, nil
 	}
