@@ -17,7 +17,16 @@ import (
 // Writes are refused.
 type rootFileSystem struct{ fsys fs.FS }
 
-var _ filesys.FileSystem = rootFileSystem{}
+var _ offlineFS = rootFileSystem{}
+
+// offlineFS is the file system of a build that fetches, clones and runs
+// nothing (see kustomize): a repository's, which a tenant wrote.
+type offlineFS interface {
+	filesys.FileSystem
+	offline()
+}
+
+func (rootFileSystem) offline() {}
 
 // rel is the repository path of a kustomize path: absolute ones are below
 // the top, relative ones below the top as well (kustomize makes every

@@ -23,7 +23,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/registry"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -266,10 +265,11 @@ func loadKustomization(dir string) (*chart.Chart, error) {
 	return ch, kustomizeInto(ch, filesys.MakeFsOnDisk(), dir, dir)
 }
 
-// kustomizeInto builds the kustomization in dir of fsys and adds each
-// resulting resource to ch as a template; shown names dir in messages.
+// kustomizeInto builds the kustomization in dir of fsys (offline for a
+// repository's, see kustomize) and adds each resulting resource to ch as
+// a template; shown names dir in messages.
 func kustomizeInto(ch *chart.Chart, fsys filesys.FileSystem, dir, shown string) error {
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, dir)
+	resources, err := kustomize(fsys, dir)
 	if err != nil {
 		return fmt.Errorf("kustomize build %s: %w", shown, err)
 	}
