@@ -4,19 +4,21 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/ignore"
-
-	"github.com/helm-inject/helm-inject/internal/parallel"
 )
 
 // loadDir is Helm's loader.LoadDir, file for file and error for error: the
@@ -29,6 +31,10 @@ import (
 // platform allows (readChartFile), where Helm stats each entry, then opens
 // and reads each file in turn. That was 13 ms of a 500-template chart's
 // `helm-inject template` in system calls alone (docs/performance.md).
+// The readers share the budget as they read (readBudget), taking files in
+// walk order: no file that would pass it is read, and the first that
+// does not fit stops them all, so a chart over the budget stops about
+// where Helm's loader does, not after all of it is in memory.
 // TestLoadDirMatchesHelm holds it to Helm's loader.
 func loadDir(dir string, budget int64) (*chart.Chart, error) {
 	topdir, err := filepath.Abs(dir)
@@ -54,19 +60,29 @@ func loadDir(dir string, budget int64) (*chart.Chart, error) {
 			}
 		}
 	}
-	_ = parallel.For(len(w.entries), func(i int) error {
-		if e := &w.entries[i]; e.path != "" {
-			e.data, e.modTime, e.readErr = readChartFile(e.path, budget)
-		}
-		return nil
-	})
+	readAhead(w.entries, &readBudget{limit: budget})
 	files := make([]*archive.BufferedFile, 0, len(w.entries))
 	remaining := budget
-	for _, e := range w.entries {
+	inTurn := false
+	for i := range w.entries {
+		e := &w.entries[i]
 		if e.err != nil {
 			return nil, e.err
 		}
-		if e.readErr == nil && int64(len(e.data)) > remaining {
+		if !inTurn && (!e.read || errors.Is(e.readErr, errOverBudget)) {
+			// The file did not fit beside those read at the same time
+			// (or was not read once one did not), where Helm gives it
+			// what the files before it left: the few read after it are
+			// let go, and it and those after it are read in turn.
+			inTurn = true
+			for j := i + 1; j < len(w.entries); j++ {
+				w.entries[j].data = nil
+			}
+		}
+		if inTurn && e.path != "" {
+			e.data, e.modTime, e.readErr = readChartFile(e.path, &readBudget{limit: remaining})
+		}
+		if errors.Is(e.readErr, errOverBudget) {
 			e.readErr = overBudget(budget)
 		}
 		if e.readErr != nil {
@@ -78,10 +94,114 @@ func loadDir(dir string, budget int64) (*chart.Chart, error) {
 	return loader.LoadFiles(files)
 }
 
+// minPerWorker keeps a small chart's files on one goroutine, where
+// starting workers would cost more than it saves (as internal/parallel).
+const minPerWorker = 16
+
+// readAhead reads the files of entries on every CPU, each worker taking
+// the next file in walk order, all sharing b: when a file does not fit,
+// what was read is the start of the walk and the few files the other
+// workers were reading, and no worker starts another.
+func readAhead(entries []dirEntry, b *readBudget) {
+	var next atomic.Int64
+	var full atomic.Bool
+	work := func() {
+		for !full.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= len(entries) {
+				return
+			}
+			e := &entries[i]
+			if e.path == "" {
+				continue
+			}
+			e.data, e.modTime, e.readErr = readChartFile(e.path, b)
+			e.read = true
+			if errors.Is(e.readErr, errOverBudget) {
+				full.Store(true)
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(entries)/minPerWorker)
+	if workers <= 1 {
+		work()
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(work)
+	}
+	wg.Wait()
+}
+
 // overBudget is Helm's BudgetedReader's error for a chart larger than
 // budget bytes.
 func overBudget(budget int64) error {
 	return fmt.Errorf("chart exceeds maximum decompressed size of %d bytes", budget)
+}
+
+// errOverBudget is a file that did not fit in its readBudget.
+var errOverBudget = errors.New("over the budget")
+
+// readBudget is the bytes the readers of one chart's files may hold
+// between them: each takes a file's size (its fstat's) before it reads
+// it, and each byte past that size as it reads it, so together they
+// never hold more than limit.
+type readBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes, or none when they would pass the limit.
+func (b *readBudget) take(n int64) bool {
+	for {
+		used := b.used.Load()
+		if n > b.limit-used {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// give returns n bytes taken for a file that was not kept.
+func (b *readBudget) give(n int64) { b.used.Add(-n) }
+
+// readPast reads the rest of a file whose size was taken from b with
+// read (as io.Reader's Read; 0 bytes and no error is the end too) into
+// data (its capacity one byte more than the size), taking from b each
+// byte past the size as it is read, at most growChunk bytes a read: a
+// file that grew since its fstat stops within growChunk of the budget.
+// It returns the bytes taken, which the caller gives back if the file
+// is not kept.
+func readPast(read func([]byte) (int, error), data []byte, b *readBudget, taken int64) ([]byte, int64, error) {
+	const growChunk = 64 << 10
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		end := cap(data)
+		if int64(len(data)) >= taken {
+			end = min(end, len(data)+growChunk)
+		}
+		n, err := read(data[len(data):end])
+		if n > 0 {
+			data = data[:len(data)+n]
+			if past := int64(len(data)) - taken; past > 0 {
+				if !b.take(past) {
+					return nil, taken, errOverBudget
+				}
+				taken += past
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && n <= 0) {
+			return data, taken, nil
+		}
+		if err != nil {
+			return nil, taken, err
+		}
+	}
 }
 
 // dirWalk is Helm's sympath.Walk with loadDir's walk function, gathering
@@ -97,9 +217,12 @@ type dirWalk struct {
 type dirEntry struct {
 	name, path string
 	err        error
-	data       []byte
-	modTime    time.Time
-	readErr    error
+	// read tells a file readAhead read (its data or readErr) from one
+	// it left once the budget ran out.
+	read    bool
+	data    []byte
+	modTime time.Time
+	readErr error
 }
 
 // walk is sympath's symwalk of path, whose Lstat is info, with loadDir's

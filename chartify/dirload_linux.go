@@ -9,11 +9,14 @@ import (
 )
 
 // readChartFile reads the regular file path as Helm's BudgetedReader
-// does (all of it, or a budget error once it holds more than budget
-// bytes), and its modification time, with open, fstat, reads and close:
-// os.Open would also make the descriptor non-blocking and try the
-// network poller, three more system calls a file that only cost time.
-func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
+// does (all of it, or errOverBudget once it would hold more than b has
+// left: its size is taken from b before it is read, so a file that
+// would pass the budget is not read at all), and its modification time,
+// with open, fstat, reads and close: os.Open would also make the
+// descriptor non-blocking and try the network poller, three more system
+// calls a file that only cost time. What it took from b is given back
+// unless it returns the file.
+func readChartFile(path string, b *readBudget) ([]byte, time.Time, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
@@ -28,31 +31,28 @@ func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
 		return nil, time.Time{}, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	modTime := time.Unix(st.Mtim.Unix())
-	if st.Size > budget {
-		return nil, modTime, overBudget(budget)
+	size := max(st.Size, 0)
+	if !b.take(size) {
+		return nil, modTime, errOverBudget
 	}
-	// One byte more than the size: a read that fills it means the file
-	// grew since, and reading goes on until the end or the budget.
-	data := make([]byte, 0, st.Size+1)
-	for {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		var n int
-		err := ignoringEINTR(func() (err error) {
-			n, err = syscall.Read(fd, data[len(data):cap(data)])
+	read := func(p []byte) (n int, err error) {
+		err = ignoringEINTR(func() (err error) {
+			n, err = syscall.Read(fd, p)
 			return err
 		})
 		if err != nil {
-			return nil, modTime, &fs.PathError{Op: "read", Path: path, Err: err}
+			return 0, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
-		if n <= 0 {
-			return data, modTime, nil
-		}
-		if data = data[:len(data)+n]; int64(len(data)) > budget {
-			return nil, modTime, overBudget(budget)
-		}
+		return n, nil
 	}
+	// One byte more than the size: a read that fills it means the file
+	// grew since, and reading goes on until the end or the budget.
+	data, taken, err := readPast(read, make([]byte, 0, size+1), b, size)
+	if err != nil {
+		b.give(taken)
+		return nil, modTime, err
+	}
+	return data, modTime, nil
 }
 
 func ignoringEINTR(f func() error) error {

@@ -3,15 +3,16 @@
 package chartify
 
 import (
-	"io"
 	"os"
 	"time"
 )
 
 // readChartFile reads the file path as Helm's BudgetedReader does (all of
-// it, or a budget error once it holds more than budget bytes), and its
-// modification time.
-func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
+// it, or errOverBudget once it would hold more than b has left: its size
+// is taken from b before it is read, so a file that would pass the
+// budget is not read at all), and its modification time. What it took
+// from b is given back unless it returns the file.
+func readChartFile(path string, b *readBudget) ([]byte, time.Time, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -21,15 +22,14 @@ func readChartFile(path string, budget int64) ([]byte, time.Time, error) {
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if fi.Size() > budget {
-		return nil, fi.ModTime(), overBudget(budget)
+	size := max(fi.Size(), 0)
+	if !b.take(size) {
+		return nil, fi.ModTime(), errOverBudget
 	}
-	data, err := io.ReadAll(io.LimitReader(f, budget+1))
+	data, taken, err := readPast(f.Read, make([]byte, 0, size+1), b, size)
 	if err != nil {
+		b.give(taken)
 		return nil, fi.ModTime(), err
-	}
-	if int64(len(data)) > budget {
-		return nil, fi.ModTime(), overBudget(budget)
 	}
 	return data, fi.ModTime(), nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,5 +233,63 @@ func TestLoadFolderAndArchive(t *testing.T) {
 		if diff := cmp.Diff(flatChartTimes(want), flatChartTimes(got)); diff != "" {
 			t.Errorf("Load(%s) (-helm +Load)\n%s", ref, diff)
 		}
+	}
+}
+
+// rchar is the bytes this process has read so far (/proc/self/io).
+func rchar(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no read count: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Skip("no rchar in /proc/self/io")
+	return 0
+}
+
+// TestLoadDirStopsAtTheBudget: a chart folder larger than Helm's budget
+// fails with Helm's error for the same file, having read no more than
+// the budget (and, read on every CPU, the few files other workers were
+// reading when it ran out), where all of it was read before: 7 files of
+// 40 MiB took 331 MiB. Not parallel: the read count is the process's.
+func TestLoadDirStopsAtTheBudget(t *testing.T) {
+	budget := archive.MaxDecompressedChartSize
+	for _, tc := range []struct {
+		name  string
+		files int
+		size  int64
+		// slack is what may be read past the budget.
+		slack int64
+	}{
+		{name: "7 files of 40 MiB", files: 7, size: 40 << 20, slack: 1 << 20},
+		{name: "64 files of 4 MiB, read on every CPU", files: 64, size: 4 << 20, slack: int64(runtime.GOMAXPROCS(0)) * 4 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "Chart.yaml"), "apiVersion: v2\nname: big\nversion: 0.1.0\n")
+			for i := range tc.files {
+				big(t, filepath.Join(dir, "templates", fmt.Sprintf("f%02d.yaml", i)), tc.size)
+			}
+			before := rchar(t)
+			_, err := loadDir(dir, budget)
+			read := rchar(t) - before
+			_, helmErr := loader.LoadDir(dir)
+			if err == nil || fmt.Sprint(err) != fmt.Sprint(helmErr) {
+				t.Errorf("loadDir's error\n  %v\nHelm's\n  %v", err, helmErr)
+			}
+			if read > budget+tc.slack {
+				t.Errorf("loadDir read %d MiB; want at most the budget, %d MiB (and %d MiB)", read>>20, budget>>20, tc.slack>>20)
+			}
+			t.Logf("read %d MiB", read>>20)
+		})
 	}
 }

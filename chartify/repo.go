@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/ignore"
 
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/repofs"
 )
 
@@ -37,6 +38,11 @@ func LoadFromRepo(repo *repofs.Repo, dir string, complete func(*chart.Chart) err
 	if !fi.IsDir() {
 		data, err := repo.ReadFile(dir)
 		if err != nil {
+			return nil, "", fmt.Errorf("chart %s: %w", dir, err)
+		}
+		// Helm's loader gives the archive, and each archive in it, a
+		// budget of its own: the render's is charged first.
+		if err := repo.Budget().Unpack(dir, bytes.NewReader(data), unpackedEntry); err != nil {
 			return nil, "", fmt.Errorf("chart %s: %w", dir, err)
 		}
 		ch, err := loader.LoadArchive(bytes.NewReader(data))
@@ -183,9 +189,55 @@ func (w *chartWalk) walk(real, prefix string, depth int) error {
 		if w.budget -= int64(len(data)); w.budget < 0 {
 			return fmt.Errorf("%s: the chart exceeds the maximum decompressed size of %d bytes", name, archive.MaxDecompressedChartSize)
 		}
+		if unpacked(name) {
+			// Helm's loader unpacks it with a fresh budget of its own
+			// (and each archive inside it): the render's is charged
+			// first, as it is read.
+			if err := w.repo.Budget().Unpack(p, bytes.NewReader(data), unpackedEntry); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
 		w.files = append(w.files, &archive.BufferedFile{Name: name, ModTime: fi.ModTime(), Data: bytes.TrimPrefix(data, utf8BOM)})
 	}
 	return nil
+}
+
+// unpacked reports whether Helm's loader.LoadFiles unpacks the chart file
+// name (a path in the chart) as a subchart archive: charts/X.tgz, or the
+// same below a subchart folder (charts/sub/charts/X.tgz), where no name
+// after charts/ starts with "_" or "." (LoadFiles skips those).
+func unpacked(name string) bool {
+	for {
+		rest, ok := strings.CutPrefix(name, "charts/")
+		if !ok {
+			return false
+		}
+		sub, below, inFolder := strings.Cut(rest, "/")
+		if strings.IndexAny(sub, "_.") == 0 {
+			return false
+		}
+		if !inFolder {
+			return path.Ext(sub) == ".tgz"
+		}
+		if path.Ext(sub) == ".tgz" {
+			// A folder named X.tgz: LoadFiles refuses it.
+			return false
+		}
+		name = below
+	}
+}
+
+// unpackedEntry reports whether Helm's loader unpacks the entry of a
+// chart archive whose tar name is entry: LoadArchiveFiles names it
+// without its first element (the chart's folder), cleaned, with a
+// Windows archive's backslashes as slashes; then as unpacked.
+func unpackedEntry(entry string) bool {
+	delimiter := "/"
+	if strings.ContainsRune(entry, '\\') {
+		delimiter = "\\"
+	}
+	parts := strings.Split(entry, delimiter)
+	return unpacked(path.Clean(strings.ReplaceAll(strings.Join(parts[1:], delimiter), delimiter, "/")))
 }
 
 // loadManifestsFS is loadManifests through the root.
@@ -237,7 +289,13 @@ func loadManifestsFS(repo *repofs.Repo, dir string) (*chart.Chart, error) {
 // repository's root.
 func loadKustomizationFS(repo *repofs.Repo, dir string) (*chart.Chart, error) {
 	ch := namedChart(path.Base(dir), dir, "kustomization")
-	return ch, kustomizeInto(ch, rootFileSystem{repo.FS()}, "/"+strings.TrimPrefix(path.Clean("/"+dir), "/"), dir)
+	err := kustomizeInto(ch, rootFileSystem{repo.FS()}, "/"+strings.TrimPrefix(path.Clean("/"+dir), "/"), dir)
+	if be := repo.Budget().Err(); err != nil && be != nil && !errors.As(err, new(*budget.ExceededError)) {
+		// kustomize keeps only the message of a read's error: the
+		// bound passed is the cause, and stays one to errors.As.
+		err = fmt.Errorf("kustomize build %s: %w", dir, be)
+	}
+	return ch, err
 }
 
 // errReadOnly is what a kustomize build on the repository gets for a
