@@ -30,22 +30,16 @@ func TestPolicyConfinement(t *testing.T) {
 	bin, _ = filepath.EvalSymlinks(bin)
 	real, _ = filepath.EvalSymlinks(real)
 	injectors := writeOperatorFile(t, operatorFile)
-	pol, err := ReadPolicy(func(k string) string {
-		return map[string]string{
-			EnvAllowedCommands: "sidecar-injector, not-installed",
-			EnvLibrary:         "/helm-inject/injectors",
-			EnvInjectors:       injectors,
-		}[k]
-	})
+	pol, err := Operator{
+		AllowedCommands: []string{"sidecar-injector", " not-installed"},
+		Library:         "/helm-inject/injectors",
+		InjectorsFile:   injectors,
+		Read:            []string{"/etc/istio", " /etc/linkerd"},
+	}.Policy(noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := pol.Confinement("/tmp/_cmp_server/abc", func(k string) string {
-		if k == confine.EnvRead {
-			return "/etc/istio: /etc/linkerd"
-		}
-		return ""
-	})
+	got := pol.Confinement("/tmp/_cmp_server/abc")
 	want := confine.Policy{
 		Read: []string{"/tmp/_cmp_server/abc", "/helm-inject/injectors", injectors, "/etc/istio", "/etc/linkerd"},
 		Exec: []string{filepath.Join(bin, "sidecar-injector"), filepath.Join(bin, "log-shipper"), real},

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -19,51 +21,31 @@ import (
 
 	"github.com/helm-inject/helm-inject/chartify"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/internal/redact"
 	"github.com/helm-inject/helm-inject/internal/repofs"
 	"github.com/helm-inject/helm-inject/release"
 )
 
-// The plugin sidecar's own settings. An Application sets only ARGOCD_ENV_*
-// variables, so these stay the operator's.
-const (
-	// EnvAllowedCommands lists, comma separated, the programs external
-	// injectors may run (the first word of the command, as written: a
-	// name looked up on the sidecar's PATH, or an absolute path). Unset
-	// or empty: no external injector runs.
-	EnvAllowedCommands = "HELM_INJECT_ALLOWED_COMMANDS"
-	// EnvLibrary is the plugin's injector library, for applications that
-	// do not name one in the repository.
-	EnvLibrary = "HELM_INJECT_INJECTOR_LIBRARY"
-)
-
-// Policy is what the plugin's operator allows.
+// Policy is what the plugin's operator allows (Operator.Policy).
 type Policy struct {
+	// Mode is how the kernel confines the render.
+	Mode confine.Mode
+	// Read are more files and folders a confined render may read.
+	Read []string
+	// MaxMemory is the memory ceiling, in bytes, of the render and of
+	// each injector (0: none).
+	MaxMemory       int64
 	AllowedCommands []string
 	Library         string
-	// Injectors are the operator's named injectors (EnvInjectors), read
-	// from InjectorsFile.
+	// Injectors are the operator's named injectors, read from
+	// InjectorsFile.
 	Injectors     map[string]*OperatorInjector
 	InjectorsFile string
-}
-
-// ReadPolicy reads the sidecar's settings.
-func ReadPolicy(getenv func(string) string) (Policy, error) {
-	p := Policy{Library: getenv(EnvLibrary)}
-	for _, c := range strings.Split(getenv(EnvAllowedCommands), ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			p.AllowedCommands = append(p.AllowedCommands, c)
-		}
-	}
-	if path := getenv(EnvInjectors); path != "" {
-		p.InjectorsFile = path
-		var err error
-		if p.Injectors, err = LoadOperatorInjectors(path); err != nil {
-			return Policy{}, err
-		}
-	}
-	return p, nil
+	// Limits bound what one render of an application may read, unpack
+	// and print (zero fields: package budget's defaults).
+	Limits budget.Limits
 }
 
 // Rendering is what generate renders for an application: typed inputs
@@ -78,6 +60,9 @@ type Rendering struct {
 	Source   release.Source
 	Values   map[string]any
 	Print    release.PrintOptions
+	// Budget is what the render has charged of the policy's Limits:
+	// generate checks its output against it (CheckOutput).
+	Budget *budget.Budget
 }
 
 // Prepare checks r against the policy and reads what it renders from the
@@ -89,12 +74,34 @@ type Rendering struct {
 // repository paths only. Parameters become values one entry at a time
 // through Helm's strvals parser, each key checked first, so an entry sets
 // exactly its own key; no file is read and no URL fetched for a value.
+// One budget of pol.Limits is charged everything the render reads and
+// unpacks (files after links, archives by their unpacked size, values,
+// parameters, list slots), as it is read: past a bound, Prepare fails
+// naming it.
 func (r *Request) Prepare(appDir string, pol Policy) (*Rendering, error) {
 	if r.Release == "" {
 		return nil, fmt.Errorf("%s is not set and no %q parameter is given: helm-inject argocd generate runs as an Argo CD plugin (set it to the release name to run it by hand)", EnvAppName, ParamReleaseName)
 	}
-	fail := func(err error) (*Rendering, error) { return nil, fmt.Errorf("%s: %w", r.app(), err) }
-	repo, appRel, err := r.openRepo(appDir)
+	b := budget.New(pol.Limits)
+	fail := func(err error) (*Rendering, error) {
+		if be := b.Err(); be != nil && !errors.As(err, new(*budget.ExceededError)) {
+			// A library kept only the message of a read's error: the
+			// bound passed is the cause, and stays one to errors.As.
+			err = be
+		}
+		return nil, fmt.Errorf("%s: %w", r.app(), err)
+	}
+	if err := b.Read("the parameters", paramBytes(r.Params)); err != nil {
+		return fail(err)
+	}
+	// with-set keys go through strvals in injectors(); set, set-string
+	// and set-file keys are charged where they are set.
+	for _, k := range slices.Sorted(maps.Keys(r.Params.WithSet)) {
+		if err := b.ListSlots(fmt.Sprintf("%s %q", ParamWithSet, k), listSlots(k)); err != nil {
+			return fail(err)
+		}
+	}
+	repo, appRel, err := r.openRepoBudget(appDir, b)
 	if err != nil {
 		return fail(err)
 	}
@@ -113,7 +120,7 @@ func (r *Request) Prepare(appDir string, pol Policy) (*Rendering, error) {
 	if err != nil {
 		return fail(err)
 	}
-	vals, err := r.values(repo, appRel)
+	vals, err := r.values(repo, appRel, b)
 	if err != nil {
 		return fail(err)
 	}
@@ -121,11 +128,18 @@ func (r *Request) Prepare(appDir string, pol Policy) (*Rendering, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// A loader may take a read that failed for an optional file that is
+	// not there (Helm's .helmignore, a kustomize probe): a bound passed
+	// still fails the render, never changes it.
+	if err := b.Err(); err != nil {
+		return fail(err)
+	}
 	out := &Rendering{
 		Release: r.Release,
 		Source:  release.Source{Ref: chartPath, Chart: ch},
 		Values:  vals,
 		Print:   release.PrintOptions{IncludeCRDs: !p.SkipCRDs, SkipTests: p.SkipTests},
+		Budget:  b,
 	}
 	t := &out.Template
 	t.Namespace = r.Namespace
@@ -165,21 +179,17 @@ func (r *Request) repository(appDir string) (string, error) {
 // Confinement is what a generate for the repository repo may reach once
 // it confines itself (package confine): read the repository, the
 // operator's library and named-injectors file and the folders of
-// confine.EnvRead; execute the programs injectors may run, as found on
+// Read; execute the programs injectors may run, as found on
 // PATH now (one not found is left out: running it fails as it would
 // unconfined). The caller adds its private folder.
-func (p Policy) Confinement(repo string, getenv func(string) string) confine.Policy {
+func (p Policy) Confinement(repo string) confine.Policy {
 	out := confine.Policy{Read: []string{repo}}
 	for _, f := range []string{p.Library, p.InjectorsFile} {
 		if f != "" {
 			out.Read = append(out.Read, f)
 		}
 	}
-	for _, f := range filepath.SplitList(getenv(confine.EnvRead)) {
-		if f = strings.TrimSpace(f); f != "" {
-			out.Read = append(out.Read, f)
-		}
-	}
+	out.Read = append(out.Read, p.Read...)
 	progs := slices.Clone(p.AllowedCommands)
 	for _, name := range slices.Sorted(maps.Keys(p.Injectors)) {
 		progs = append(progs, p.Injectors[name].Command[0])
@@ -197,8 +207,14 @@ func (p Policy) Confinement(repo string, getenv func(string) string) confine.Pol
 }
 
 // openRepo opens the repository appDir belongs to as one os.Root and
-// returns it with appDir's path inside it.
+// returns it with appDir's path inside it; its reads are charged to a
+// budget of the default limits.
 func (r *Request) openRepo(appDir string) (*repofs.Repo, string, error) {
+	return r.openRepoBudget(appDir, budget.New(budget.Limits{}))
+}
+
+// openRepoBudget is openRepo with the reads charged to b.
+func (r *Request) openRepoBudget(appDir string, b *budget.Budget) (*repofs.Repo, string, error) {
 	realRoot, err := r.repository(appDir)
 	if err != nil {
 		return nil, "", err
@@ -211,7 +227,7 @@ func (r *Request) openRepo(appDir string) (*repofs.Repo, string, error) {
 	if err != nil || !within(realRoot, realApp) {
 		return nil, "", fmt.Errorf("the application's folder is not inside its repository")
 	}
-	repo, err := repofs.Open(realRoot)
+	repo, err := repofs.OpenBudget(realRoot, b)
 	if err != nil {
 		return nil, "", err
 	}
@@ -255,8 +271,9 @@ func readFile(repo *repofs.Repo, appRel, what, name string) ([]byte, error) {
 // helm's order: the values files (a missing one left out under
 // ignore-missing-value-files, as Argo CD does; one outside the repository
 // refused either way), the inline values, then set, set-string and
-// set-file, each entry in key order.
-func (r *Request) values(repo *repofs.Repo, appRel string) (map[string]any, error) {
+// set-file, each entry in key order. Each key's list slots are charged
+// to b before strvals makes them.
+func (r *Request) values(repo *repofs.Repo, appRel string, b *budget.Budget) (map[string]any, error) {
 	p := r.Params
 	base := map[string]any{}
 	merge := func(what string, b []byte) error {
@@ -284,14 +301,17 @@ func (r *Request) values(repo *repofs.Repo, appRel string) (map[string]any, erro
 			return nil, err
 		}
 	}
-	if err := setEach(ParamSet, p.Set, base, strvals.ParseInto); err != nil {
+	if err := setEach(ParamSet, p.Set, base, b, strvals.ParseInto); err != nil {
 		return nil, err
 	}
-	if err := setEach(ParamSetString, p.SetString, base, strvals.ParseIntoString); err != nil {
+	if err := setEach(ParamSetString, p.SetString, base, b, strvals.ParseIntoString); err != nil {
 		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.SetFile)) {
 		if err := checkKey(ParamSetFile, k); err != nil {
+			return nil, err
+		}
+		if err := b.ListSlots(fmt.Sprintf("%s %q", ParamSetFile, k), listSlots(k)); err != nil {
 			return nil, err
 		}
 		b, err := readFile(repo, appRel, "set-file "+k, p.SetFile[k])
@@ -309,10 +329,14 @@ func (r *Request) values(repo *repofs.Repo, appRel string) (map[string]any, erro
 }
 
 // setEach sets each key=value of m (a map parameter) into dest with
-// Helm's strvals parser (parse), one entry at a time, in key order.
-func setEach(param string, m map[string]string, dest map[string]any, parse func(string, map[string]any) error) error {
+// Helm's strvals parser (parse), one entry at a time, in key order, each
+// key's list slots charged to b first.
+func setEach(param string, m map[string]string, dest map[string]any, b *budget.Budget, parse func(string, map[string]any) error) error {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if err := checkKey(param, k); err != nil {
+			return err
+		}
+		if err := b.ListSlots(fmt.Sprintf("%s %q", param, k), listSlots(k)); err != nil {
 			return err
 		}
 		v := m[k]
@@ -326,6 +350,55 @@ func setEach(param string, m map[string]string, dest map[string]any, parse func(
 		}
 	}
 	return nil
+}
+
+// listSlots is how many list slots Helm's strvals makes for key: n+1 for
+// each [n] (a[2].b[3] makes a list of 3 and, in its last slot, a map with
+// a list of 4), read as strvals reads a key (a backslash escapes the
+// next character). An index strvals refuses (above strvals.MaxIndex, or
+// not a number) counts as its largest, so that the sum cannot overflow.
+func listSlots(key string) int64 {
+	var n int64
+	for i := 0; i < len(key); i++ {
+		switch key[i] {
+		case '\\':
+			i++
+		case '[':
+			end := strings.IndexByte(key[i+1:], ']')
+			if end < 0 {
+				return n
+			}
+			idx, err := strconv.Atoi(key[i+1 : i+1+end])
+			if err != nil || idx < 0 || idx > strvals.MaxIndex {
+				idx = strvals.MaxIndex
+			}
+			n += int64(idx) + 1
+			i += end + 1
+		}
+	}
+	return n
+}
+
+// paramBytes is the size of the parameters' text, keys included, found
+// by reflection so that a parameter added later is counted too.
+func paramBytes(p Params) int64 {
+	var n int64
+	v := reflect.ValueOf(p)
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			n += int64(f.Len())
+		case reflect.Slice:
+			for j := range f.Len() {
+				n += int64(f.Index(j).Len())
+			}
+		case reflect.Map:
+			for it := f.MapRange(); it.Next(); {
+				n += int64(it.Key().Len() + it.Value().Len())
+			}
+		}
+	}
+	return n
 }
 
 // checkKey refuses a key that would end where Helm's strvals parser ends
@@ -468,7 +541,7 @@ func (r *Request) library(repo *repofs.Repo, appRel string, pol Policy, with []s
 		return inject.LoadLibraryFS(repo.FS(), p, p)
 	}
 	if pol.Library == "" {
-		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or set %s on the plugin's sidecar", strings.Join(with, ", "), ParamInjectorLibrary, EnvLibrary)
+		return nil, fmt.Errorf("built-in injectors %s need a library: give the %q parameter, or the operator sets --%s in the plugin's plugin.yaml", strings.Join(with, ", "), ParamInjectorLibrary, FlagLibrary)
 	}
 	return inject.LoadLibrary(pol.Library)
 }
@@ -548,7 +621,7 @@ func (pol Policy) operatorInjectors(names []string, set map[string]string) ([]*i
 			if len(pol.Injectors) > 0 {
 				defined = strings.Join(slices.Sorted(maps.Keys(pol.Injectors)), ", ")
 			}
-			return nil, fmt.Errorf("the operator defines no injector %q (defined: %s; the operator lists them in the file %s names on the plugin's sidecar)", name, defined, EnvInjectors)
+			return nil, fmt.Errorf("the operator defines no injector %q (defined: %s; the operator lists them in the file --%s names in the plugin's plugin.yaml)", name, defined, FlagInjectorsFile)
 		}
 		argv, err := inj.Argv(given[name])
 		if err != nil {
@@ -575,7 +648,7 @@ func (pol Policy) allow(spec string, parse func(string) (*inject.Command, error)
 		if len(pol.AllowedCommands) > 0 {
 			allowed = strings.Join(pol.AllowedCommands, ", ")
 		}
-		return nil, fmt.Errorf("injector %q runs %q, which this plugin does not allow (allowed: %s; the operator lists programs in %s on the plugin's sidecar)", redact.String(c.Spec), c.Argv[0], allowed, EnvAllowedCommands)
+		return nil, fmt.Errorf("injector %q runs %q, which this plugin does not allow (allowed: %s; the operator lists programs in --%s in the plugin's plugin.yaml)", redact.String(c.Spec), c.Argv[0], allowed, FlagAllowedCommands)
 	}
 	return c, nil
 }

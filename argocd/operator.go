@@ -13,10 +13,10 @@ import (
 	"github.com/helm-inject/helm-inject/inject"
 )
 
-// EnvInjectors names the operator's file of named injectors: fully fixed
-// command lines an Application picks by name, with only the parameters the
-// operator exposes, each checked against the operator's pattern.
-const EnvInjectors = "HELM_INJECT_INJECTORS"
+// The operator's file of named injectors (--operator-injectors) holds
+// fully fixed command lines an Application picks by name, with only the
+// parameters the operator exposes, each checked against the operator's
+// pattern.
 
 // OperatorInjector is one injector the operator defines.
 type OperatorInjector struct {
@@ -52,7 +52,7 @@ var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_-]+)\s*\}\}`)
 func LoadOperatorInjectors(path string) (map[string]*OperatorInjector, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s (%s): %w", EnvInjectors, path, err)
+		return nil, fmt.Errorf("--%s (%s): %w", FlagInjectorsFile, path, err)
 	}
 	var file struct {
 		Injectors []*OperatorInjector `yaml:"injectors"`
@@ -60,15 +60,15 @@ func LoadOperatorInjectors(path string) (map[string]*OperatorInjector, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil {
-		return nil, fmt.Errorf("%s (%s): %w", EnvInjectors, path, err)
+		return nil, fmt.Errorf("--%s (%s): %w", FlagInjectorsFile, path, err)
 	}
 	out := map[string]*OperatorInjector{}
 	for _, inj := range file.Injectors {
 		if err := inj.check(); err != nil {
-			return nil, fmt.Errorf("%s (%s): injector %q: %w", EnvInjectors, path, inj.Name, err)
+			return nil, fmt.Errorf("--%s (%s): injector %q: %w", FlagInjectorsFile, path, inj.Name, err)
 		}
 		if out[inj.Name] != nil {
-			return nil, fmt.Errorf("%s (%s): injector %q is defined twice", EnvInjectors, path, inj.Name)
+			return nil, fmt.Errorf("--%s (%s): injector %q is defined twice", FlagInjectorsFile, path, inj.Name)
 		}
 		out[inj.Name] = inj
 	}

@@ -38,9 +38,7 @@ func writeOperatorFile(t *testing.T, content string) string {
 // patterns; the command line is otherwise the operator's, word for word,
 // so no file or cluster flag of the program is the Application's to set.
 func TestOperatorInjectors(t *testing.T) {
-	pol, err := ReadPolicy(func(k string) string {
-		return map[string]string{EnvInjectors: writeOperatorFile(t, operatorFile)}[k]
-	})
+	pol, err := Operator{InjectorsFile: writeOperatorFile(t, operatorFile)}.Policy(noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +94,7 @@ func TestOperatorInjectors(t *testing.T) {
 // argument of the program, whatever it holds: quotes, spaces and a second
 // flag in it are never split into words again.
 func TestOperatorInjectorValueIsOneArgument(t *testing.T) {
-	pol, err := ReadPolicy(func(k string) string {
-		return map[string]string{EnvInjectors: writeOperatorFile(t, "injectors:\n- {name: a, command: [prog, FILE, '--note={{n}}'], parameters: [{name: n, pattern: '.+'}]}\n")}[k]
-	})
+	pol, err := Operator{InjectorsFile: writeOperatorFile(t, "injectors:\n- {name: a, command: [prog, FILE, '--note={{n}}'], parameters: [{name: n, pattern: '.+'}]}\n")}.Policy(noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +128,7 @@ func TestLoadOperatorInjectorsRefusesAmbiguity(t *testing.T) {
 	} {
 		path := writeOperatorFile(t, content)
 		_, err := LoadOperatorInjectors(path)
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "HELM_INJECT_INJECTORS ("+path+")") {
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--operator-injectors ("+path+")") {
 			t.Errorf("%s: %v, want an error naming the file and saying %q", content, err, want)
 		}
 	}

@@ -26,11 +26,19 @@ func PluginConfig() ([]byte, error) {
 			// Argo CD asks discovery even of a named plugin: Discover
 			// says yes to a pins file and to a plugin section with only
 			// helm-inject's parameters.
-			"discover": map[string]any{"find": command{[]string{"helm-inject", "argocd", "discover"}}},
-			"generate": command{[]string{"helm-inject", "argocd", "generate"}},
+			// The operator's policy is on these command lines, where no
+			// request can change it (Operator).
+			"discover": map[string]any{"find": command{[]string{"helm-inject", "argocd", "discover", "--" + FlagConfine + "=best-effort"}}},
+			"generate": command{[]string{"helm-inject", "argocd", "generate",
+				"--" + FlagConfine + "=best-effort",
+				"--" + FlagLibrary + "=/helm-inject/injectors",
+				// The programs external injectors may run, each
+				// provisioned in /helm-inject/bin: none here.
+				"--" + FlagAllowedCommands + "=",
+			}},
 			"parameters": map[string]any{
 				"static":  StaticAnnouncements(),
-				"dynamic": command{[]string{"helm-inject", "argocd", "parameters"}},
+				"dynamic": command{[]string{"helm-inject", "argocd", "parameters", "--" + FlagConfine + "=best-effort"}},
 			},
 		},
 	}

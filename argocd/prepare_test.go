@@ -1,6 +1,8 @@
 package argocd
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v4/pkg/strvals"
 
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/reporoot"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -306,7 +310,7 @@ func TestPrepareInjectors(t *testing.T) {
 			policy: pol, want: []string{"linkerd inject,--manual,FILE", "my-injector --label 'a b' FILE", "log-shipper FILE", "sidecar@^1"}},
 		{name: "no with: what the pins file pins", policy: pol, want: []string{"sidecar@^1"}},
 		{name: "the application's library", params: Params{With: []string{"sidecar"}, InjectorLibrary: "../../libs/injectors"}, policy: Policy{}, want: []string{"sidecar"}},
-		{name: "a program not allowed", params: Params{Inject: []string{"linkerd2 inject FILE"}}, policy: pol, wantErr: `injector "linkerd2 inject FILE" runs "linkerd2", which this plugin does not allow (allowed: linkerd, my-injector; the operator lists programs in HELM_INJECT_ALLOWED_COMMANDS`},
+		{name: "a program not allowed", params: Params{Inject: []string{"linkerd2 inject FILE"}}, policy: pol, wantErr: `injector "linkerd2 inject FILE" runs "linkerd2", which this plugin does not allow (allowed: linkerd, my-injector; the operator lists programs in --allowed-commands in the plugin's plugin.yaml`},
 		{name: "no program allowed", params: Params{Inject: []string{"linkerd inject FILE"}}, wantErr: "(allowed: none;"},
 		{name: "built-ins without a library", params: Params{With: []string{"sidecar"}}, wantErr: "built-in injectors sidecar need a library"},
 		{name: "with-set of an injector not named", params: Params{With: []string{"sidecar"}, WithSet: map[string]string{"other.a": "1"}}, policy: pol, wantErr: `with-set other.*: "with" does not name other`},
@@ -496,5 +500,204 @@ func TestAddDependencies(t *testing.T) {
 				t.Errorf("charts/ holds %v (%v): the repository was written to", entries, err)
 			}
 		})
+	}
+}
+
+// TestPrepareBudget: one budget of the policy's limits is charged all
+// that a render reads and the parameters themselves, and each bomb an
+// application can commit or set fails its own Prepare naming the
+// application, the bound and what passed it: links that multiply a
+// chart's files, nested list indexes in a set, set-string, set-file or
+// with-set key, values files or set-file files that together pass the
+// bytes. Each loaded before.
+func TestPrepareBudget(t *testing.T) {
+	big := strings.Repeat("x", 400<<10)
+	_, repo, app := prepareRepo(t, map[string]string{
+		"repo/envs/big1.yaml":           "a: " + big + "\n",
+		"repo/envs/big2.yaml":           "b: " + big + "\n",
+		"repo/envs/big3.yaml":           "c: " + big + "\n",
+		"repo/envs/big.txt":             big,
+		"repo/apps/bomb/Chart.yaml":     testChart,
+		"repo/apps/bomb/files/l0/f.txt": "x\n",
+	})
+	for i := 1; i <= 11; i++ { // 4,095 paths to f.txt
+		level := filepath.Join(repo, "apps", "bomb", "files", fmt.Sprintf("l%d", i))
+		if err := os.MkdirAll(level, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a", "b"} {
+			if err := os.Symlink(fmt.Sprintf("../l%d", i-1), filepath.Join(level, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Four of Helm's largest list indexes, nested: 262,148 slots.
+	const deep = "a[65536][65536][65536][65536]"
+	bigFile := "../../envs/big.txt"
+	tests := []struct {
+		name   string
+		params Params
+		limits budget.Limits
+		bound  budget.Bound
+		what   string
+	}{
+		{name: "links that multiply", params: Params{Chart: "../bomb"}, limits: budget.Limits{Files: 1_000}, bound: budget.Files, what: "apps/bomb/files/l"},
+		{name: "nested list indexes in a set key", params: Params{Set: map[string]string{deep: "x"}}, bound: budget.ListSlots, what: `set "` + deep + `"`},
+		{name: "nested list indexes in a set-string key", params: Params{SetString: map[string]string{deep: "x"}}, bound: budget.ListSlots, what: `set-string "` + deep + `"`},
+		{name: "nested list indexes in a set-file key", params: Params{SetFile: map[string]string{deep: "values.yaml"}}, bound: budget.ListSlots, what: `set-file "` + deep + `"`},
+		{name: "nested list indexes in a with-set key", params: Params{With: []string{"x"}, WithSet: map[string]string{"x." + deep: "1"}}, bound: budget.ListSlots, what: `with-set "x.` + deep + `"`},
+		{name: "list indexes of several keys together", params: Params{Set: map[string]string{"a[65536]": "x", "b[65536]": "x"}, SetString: map[string]string{"c[65536]": "x"}, SetFile: map[string]string{"d[65536]": "values.yaml"}}, bound: budget.ListSlots, what: `set-file "d[65536]"`},
+		{name: "values files together", params: Params{ValuesFiles: []string{"../../envs/big1.yaml", "../../envs/big2.yaml", "../../envs/big3.yaml"}}, limits: budget.Limits{Bytes: 1 << 20}, bound: budget.Bytes, what: "envs/big3.yaml"},
+		{name: "set-file files together", params: Params{SetFile: map[string]string{"a": bigFile, "b": bigFile, "c": bigFile}}, limits: budget.Limits{Bytes: 1 << 20}, bound: budget.Bytes, what: "set-file c"},
+		{name: "the operator's limits, not the defaults", limits: budget.Limits{Files: 3}, bound: budget.Files},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := webRequest(tc.params).Prepare(app, Policy{Limits: tc.limits})
+			var e *budget.ExceededError
+			if !errors.As(err, &e) || e.Bound != tc.bound {
+				t.Fatalf("err = %v; want the %v bound", err, tc.bound)
+			}
+			if !strings.HasPrefix(err.Error(), "application web: ") || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), "--"+tc.bound.Flag()) {
+				t.Errorf("err = %v; want it to name application web, %q and --%s", err, tc.what, tc.bound.Flag())
+			}
+		})
+	}
+	// Below the bounds each loads: three list indexes of Helm's largest,
+	// a values file of 400 KiB.
+	for _, p := range []Params{{Set: map[string]string{"a[65536][65536][65536]": "x"}}, {ValuesFiles: []string{"../../envs/big1.yaml"}}} {
+		if _, err := webRequest(p).Prepare(app, Policy{}); err != nil {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+}
+
+// TestPrepareBudgetCountsEveryParameter: each parameter's text is charged
+// (keys and values, lists and maps), so a render given 64 KiB in any one
+// of them passes a budget 32 KiB above what its files take.
+func TestPrepareBudgetCountsEveryParameter(t *testing.T) {
+	_, _, app := prepareRepo(t, nil)
+	in, err := webRequest(Params{}).Prepare(app, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := budget.Limits{Bytes: in.Budget.Used().Bytes + 32<<10}
+	if _, err := webRequest(Params{}).Prepare(app, Policy{Limits: limits}); err != nil {
+		t.Fatalf("without parameters: %v", err)
+	}
+	big := strings.Repeat("x", 64<<10)
+	for name, p := range map[string]Params{
+		"release-name":          {ReleaseName: big},
+		"chart":                 {Chart: big},
+		"values-files":          {ValuesFiles: []string{big}},
+		"values":                {Values: big},
+		"set key":               {Set: map[string]string{big: "1"}},
+		"set value":             {Set: map[string]string{"a": big}},
+		"set-string":            {SetString: map[string]string{"a": big}},
+		"set-file":              {SetFile: map[string]string{big: "values.yaml"}},
+		"injector":              {Injector: []string{big}},
+		"inject":                {Inject: []string{big}},
+		"operator-injector":     {OperatorInjector: []string{big}},
+		"operator-injector-set": {OperatorInjectorSet: map[string]string{"a.b": big}},
+		"with":                  {With: []string{big}},
+		"with-set":              {WithSet: map[string]string{"a.b": big}},
+		"injector-library":      {InjectorLibrary: big},
+		"chart-values":          {ChartValues: map[string]string{"a": big}},
+	} {
+		_, err := webRequest(p).Prepare(app, Policy{Limits: limits})
+		var e *budget.ExceededError
+		if !errors.As(err, &e) || e.Bound != budget.Bytes || e.What != "the parameters" {
+			t.Errorf("%s of 64 KiB: %v; want the parameters past the bytes bound", name, err)
+		}
+	}
+}
+
+// TestPrepareBudgetCarried: the Rendering carries the render's budget,
+// of the operator's limits, with what was read charged, for generate's
+// output check.
+func TestPrepareBudgetCarried(t *testing.T) {
+	_, _, app := prepareRepo(t, nil)
+	in, err := webRequest(Params{ValuesFiles: []string{"values.yaml"}}).Prepare(app, Policy{Limits: budget.Limits{OutputBytes: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Budget == nil {
+		t.Fatal("no budget")
+	}
+	// Chart.yaml, values.yaml (twice: the chart's and the values file),
+	// templates/x.yaml and files/cfg.txt, and the folders listed.
+	if u := in.Budget.Used(); u.Files < 5 || u.Bytes < int64(len(testChart)) {
+		t.Errorf("charged %+v; want the chart's files and folders", u)
+	}
+	if err := in.Budget.CheckOutput(1000); err != nil {
+		t.Errorf("CheckOutput(1000): %v", err)
+	}
+	if err := in.Budget.CheckOutput(1001); err == nil {
+		t.Error("CheckOutput(1001) passed the operator's 1000 bytes")
+	}
+}
+
+// TestListSlotsMatchesStrvals: listSlots counts, for each key, the list
+// slots Helm's strvals makes when it sets it.
+func TestListSlotsMatchesStrvals(t *testing.T) {
+	var slots func(v any) int64
+	slots = func(v any) int64 {
+		var n int64
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				n += slots(e)
+			}
+		case []any:
+			n += int64(len(v))
+			for _, e := range v {
+				n += slots(e)
+			}
+		}
+		return n
+	}
+	for _, key := range []string{
+		"a", "a.b", "a[0]", "a[3]", "a[2].b[3]", "a[1][2][3]", "a[65536]", "a[65536][65536]",
+		`a\[5]`, `a\.b[2]`, "a.b[0].c.d[4]", "x[10].y[0][0]",
+	} {
+		m := map[string]any{}
+		if err := strvals.ParseInto(key+"=1", m); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if got, want := listSlots(key), slots(m); got != want {
+			t.Errorf("listSlots(%q) = %d; strvals makes %d", key, got, want)
+		}
+	}
+	// Indexes strvals refuses count as its largest: no overflow.
+	for _, key := range []string{"a[99999999999999999999]", "a[-1]", "a[x]", "a[9223372036854775807][9223372036854775807]"} {
+		if got := listSlots(key); got <= 0 || got > 2*int64(strvals.MaxIndex+1) {
+			t.Errorf("listSlots(%q) = %d", key, got)
+		}
+	}
+}
+
+// TestAnnounceBudget: the chart's values announced to Argo CD's UI are
+// read with a budget too (the defaults): a chart whose links multiply
+// its files fails naming the bound.
+func TestAnnounceBudget(t *testing.T) {
+	_, repo, app := prepareRepo(t, map[string]string{"repo/apps/bomb/Chart.yaml": testChart, "repo/apps/bomb/files/l0/f.txt": "x\n"})
+	for i := 1; i <= 12; i++ {
+		level := filepath.Join(repo, "apps", "bomb", "files", fmt.Sprintf("l%d", i))
+		if err := os.MkdirAll(level, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a", "b"} {
+			if err := os.Symlink(fmt.Sprintf("../l%d", i-1), filepath.Join(level, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err := webRequest(Params{Chart: "../bomb"}).Announce(app)
+	var e *budget.ExceededError
+	if !errors.As(err, &e) || e.Bound != budget.Files {
+		t.Errorf("Announce: %v; want the files bound", err)
+	}
+	if _, err := webRequest(Params{}).Announce(app); err != nil {
+		t.Errorf("Announce of a normal chart: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ const (
 	ParamSetString   = "set-string"
 	ParamInjector    = "injector"
 	ParamInject      = "inject"
-	// The operator's named injectors (EnvInjectors) and their parameters.
+	// The operator's named injectors (--operator-injectors) and their parameters.
 	ParamOperatorInjector    = "operator-injector"
 	ParamOperatorInjectorSet = "operator-injector-set"
 	ParamWith                = "with"

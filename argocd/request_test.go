@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
 
@@ -114,14 +115,52 @@ func TestCMPWorkDir(t *testing.T) {
 	}
 }
 
-func TestReadPolicy(t *testing.T) {
-	env := map[string]string{EnvAllowedCommands: " linkerd, istioctl ,,", EnvLibrary: "/lib"}
-	got, err := ReadPolicy(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
+// noEnv is an environment without the variables that tighten the
+// operator's policy.
+func noEnv(string) (string, bool) { return "", false }
+
+// TestOperatorPolicy: the policy is the operator's command line; a
+// variable (which a request to Argo CD's cmp-server can set) makes it
+// stricter, never laxer.
+func TestOperatorPolicy(t *testing.T) {
+	op := Operator{Confine: "best-effort", AllowedCommands: []string{" linkerd", "istioctl ", ""}, Library: "/lib", Read: []string{"/etc/istio"}}
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		mode    confine.Mode
+		allowed []string
+		err     string
+	}{
+		{"no variables", nil, confine.BestEffort, []string{"linkerd", "istioctl"}, ""},
+		{"mode off asked", map[string]string{confine.EnvMode: "off"}, confine.BestEffort, []string{"linkerd", "istioctl"}, ""},
+		{"mode required asked", map[string]string{confine.EnvMode: "required"}, confine.Required, []string{"linkerd", "istioctl"}, ""},
+		{"mode empty", map[string]string{confine.EnvMode: ""}, confine.BestEffort, []string{"linkerd", "istioctl"}, ""},
+		{"mode not a mode", map[string]string{confine.EnvMode: "on"}, "", nil, `HELM_INJECT_CONFINE="on": say best-effort, required or off`},
+		{"more commands asked", map[string]string{EnvAllowedCommands: "sh,linkerd"}, confine.BestEffort, []string{"linkerd"}, ""},
+		{"no commands asked", map[string]string{EnvAllowedCommands: ""}, confine.BestEffort, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := op.Policy(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Policy{Mode: tt.mode, AllowedCommands: tt.allowed, Library: "/lib", Read: []string{"/etc/istio"}}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Error(diff)
+			}
+		})
 	}
-	if diff := cmp.Diff(Policy{AllowedCommands: []string{"linkerd", "istioctl"}, Library: "/lib"}, got); diff != "" {
-		t.Error(diff)
+	if _, err := (Operator{Confine: "strict"}).Policy(noEnv); err == nil || !strings.Contains(err.Error(), `--confine="strict": say best-effort, required or off`) {
+		t.Errorf("--confine=strict: %v", err)
+	}
+	if got, _ := (Operator{Confine: "off"}).Policy(noEnv); got.Mode != confine.Off {
+		t.Errorf("--confine=off without variables: %s", got.Mode)
 	}
 }
 

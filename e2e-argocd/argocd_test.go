@@ -69,7 +69,7 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 		defer os.RemoveAll(binDir)
-		for _, pkg := range []string{".", "./fixtures/injectors/sidecar-injector"} {
+		for _, pkg := range []string{".", "./fixtures/injectors/sidecar-injector", "./fixtures/injectors/escape-probe"} {
 			cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), pkg)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -83,8 +83,10 @@ func testMain(m *testing.M) int {
 
 // serveShippedPlugin runs Argo CD's cmp-server with deploy/argocd/plugin.yaml
 // on a socket in a fresh plugin folder, as the sidecar does, with the
-// sidecar's environment (helm-inject on PATH, the allowed injector).
-func serveShippedPlugin(t *testing.T) *plugin.PluginConfig {
+// sidecar's environment (helm-inject on PATH) and the operator's policy
+// on the commands' lines: every command confined or failing
+// (--confine=required), the allowed injector, and generateArgs.
+func serveShippedPlugin(t *testing.T, generateArgs ...string) *plugin.PluginConfig {
 	t.Helper()
 	// A unix socket path has at most 107 bytes: keep it short.
 	sockDir, err := os.MkdirTemp("", "cmp-")
@@ -95,14 +97,17 @@ func serveShippedPlugin(t *testing.T) *plugin.PluginConfig {
 	t.Setenv("ARGOCD_PLUGINSOCKFILEPATH", sockDir)
 	t.Setenv("ARGOCD_CMP_WORKDIR", t.TempDir())
 	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("HELM_INJECT_ALLOWED_COMMANDS", "sidecar-injector")
-	// Every render through Argo CD's own servers is confined, or fails.
-	t.Setenv("HELM_INJECT_CONFINE", "required")
 
 	cfg, err := plugin.ReadPluginConfig(filepath.Join(root, "deploy", "argocd"))
 	if err != nil {
 		t.Fatalf("Argo CD refuses the shipped plugin.yaml: %v", err)
 	}
+	// Every command through Argo CD's own servers is confined, or fails.
+	// The shipped library folder is the sidecar's, not this machine's:
+	// none unless generateArgs names one.
+	cfg.Spec.Generate.Command = append(cfg.Spec.Generate.Command, append([]string{"--confine=required", "--allowed-commands=sidecar-injector", "--injector-library="}, generateArgs...)...)
+	cfg.Spec.Discover.Find.Command.Command = append(cfg.Spec.Discover.Find.Command.Command, "--confine=required")
+	cfg.Spec.Parameters.Dynamic.Command = append(cfg.Spec.Parameters.Dynamic.Command, "--confine=required")
 	srv, err := cmpserver.NewServer(plugin.CMPServerInitConstants{PluginConfig: *cfg})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/argoproj/argo-cd/v3/cmpserver/plugin"
 )
 
 // docsInstall is the install of docs/argocd.md: the kustomization and the
@@ -134,8 +136,28 @@ func TestInstallComponent(t *testing.T) {
 	for _, e := range sidecar.Env {
 		env[e.Name] = e.Value
 	}
-	if !strings.HasPrefix(env["PATH"], vol.MountPath+"/bin:") || env["HELM_INJECT_INJECTOR_LIBRARY"] != vol.MountPath+"/injectors" {
-		t.Errorf("sidecar PATH %q, library %q: want %s/bin first and %s/injectors", env["PATH"], env["HELM_INJECT_INJECTOR_LIBRARY"], vol.MountPath, vol.MountPath)
+	// The library is the operator's, on generate's command line in
+	// plugin.yaml, where no request can change it.
+	pluginCfg, err := plugin.ReadPluginConfig(filepath.Join(root, "deploy", "argocd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	library := ""
+	for _, arg := range pluginCfg.Spec.Generate.Command {
+		if v, ok := strings.CutPrefix(arg, "--injector-library="); ok {
+			library = v
+		}
+	}
+	if !strings.HasPrefix(env["PATH"], vol.MountPath+"/bin:") || library != vol.MountPath+"/injectors" {
+		t.Errorf("sidecar PATH %q, library %q: want %s/bin first and %s/injectors", env["PATH"], library, vol.MountPath, vol.MountPath)
+	}
+	for _, name := range []string{"HELM_INJECT_CONFINE", "HELM_INJECT_ALLOWED_COMMANDS", "HELM_INJECT_INJECTOR_LIBRARY"} {
+		if _, ok := env[name]; ok {
+			t.Errorf("the sidecar sets %s: the policy belongs on plugin.yaml's command lines", name)
+		}
+	}
+	if v := volume(t, spec.Volumes, "helm-inject-tmp"); v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero() {
+		t.Errorf("volume helm-inject-tmp %+v: want an emptyDir with a sizeLimit (a killed render's folder waits there for the next render)", v)
 	}
 	if v := volume(t, spec.Volumes, "helm-inject"); v.EmptyDir == nil {
 		t.Errorf("volume helm-inject %+v: want an emptyDir, filled at each start", v)
@@ -179,7 +201,7 @@ func TestInstallComponent(t *testing.T) {
 	if found != filepath.Join(fakeVol, "bin", "helm-inject") {
 		t.Errorf("on the sidecar's PATH, helm-inject is %q, want the provisioned one", found)
 	}
-	if fi, err := os.Stat(strings.Replace(env["HELM_INJECT_INJECTOR_LIBRARY"], vol.MountPath, fakeVol, 1)); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(strings.Replace(library, vol.MountPath, fakeVol, 1)); err != nil || !fi.IsDir() {
 		t.Errorf("the sidecar's library: %v", err)
 	}
 

@@ -203,8 +203,10 @@ func containerNames(t *testing.T, objs []*unstructured.Unstructured, deployment 
 // pins file, in Argo CD's namespace or another, and a chart with neither
 // is left to Argo CD's own Helm support.
 func TestRepoServerFindsThePlugin(t *testing.T) {
-	serveShippedPlugin(t)
 	repoDir, url := serviceRepo(t)
+	// The operator's library (here the repository's) is on generate's
+	// command line, as plugin.yaml gives it.
+	serveShippedPlugin(t, "--injector-library="+filepath.Join(repoDir, "injectors"))
 	s := repoServer(t, false)
 	builtin := v1alpha1.ApplicationSourcePluginParameters{
 		{Name: "with", OptionalArray: &v1alpha1.OptionalArray{Array: []string{"sidecar@^1"}}},
@@ -242,8 +244,7 @@ func TestRepoServerFindsThePlugin(t *testing.T) {
 	t.Run("no plugin section, a pins file", func(t *testing.T) {
 		// Discovered by its pins file, which says which injectors: the
 		// library is the plugin's own (the operator's, here the
-		// repository's through the sidecar's setting).
-		t.Setenv("HELM_INJECT_INJECTOR_LIBRARY", filepath.Join(repoDir, "injectors"))
+		// repository's through plugin.yaml's --injector-library).
 		res, err := s.GenerateManifest(t.Context(), manifestRequest(url, "web", "apps/web", v1alpha1.ApplicationSource{}))
 		if err != nil {
 			t.Fatalf("GenerateManifest: %v", err)

@@ -150,10 +150,6 @@ func argoEnv(t *testing.T, app, sourcePath string, params []argoParam, env map[s
 		"KUBE_VERSION=1.31.4",
 		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1,monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor",
 		"ARGOCD_APP_PARAMETERS=" + string(js),
-		// What the sidecar's operator set. Every Argo CD test renders
-		// confined, so the allowed set is proven complete for real use.
-		"HELM_INJECT_ALLOWED_COMMANDS=sidecar-injector",
-		"HELM_INJECT_CONFINE=required",
 	}
 	escape := regexp.MustCompile("[^A-Z0-9_]")
 	for _, p := range params {
@@ -175,9 +171,20 @@ func argoEnv(t *testing.T, app, sourcePath string, params []argoParam, env map[s
 }
 
 // runPluginCommand runs one of plugin.yaml's commands as the cmp-server
-// does: argv as given, no shell, in the application's folder.
-func runPluginCommand(t *testing.T, argv []string, dir string, env []string) result {
+// does: argv as given, no shell, in the application's folder, with the
+// operator's policy on its command line as plugin.yaml gives it. Every
+// Argo CD test runs confined (--confine=required), so the allowed set is
+// proven complete for real use; generate allows sidecar-injector, and
+// operator adds to (or, given again, replaces) what the operator says.
+func runPluginCommand(t *testing.T, argv []string, dir string, env []string, operator ...string) result {
 	t.Helper()
+	argv = append(slices.Clone(argv), "--confine=required")
+	if slices.Contains(argv, "generate") {
+		// The shipped library folder is the sidecar's, not this
+		// machine's: none unless operator names one.
+		argv = append(argv, "--allowed-commands=sidecar-injector", "--injector-library=")
+	}
+	argv = append(argv, operator...)
 	bin := argv[0]
 	if bin == "helm-inject" {
 		bin = filepath.Join(binDir, "helm-inject")
@@ -574,15 +581,13 @@ func TestArgoCDOperatorInjectors(t *testing.T) {
         pattern: '[a-z-]{1,30}'
         default: mesh-proxy
 `})
-	env := func(params []argoParam) []string {
-		e := argoEnv(t, "web", "apps/web", params, nil)
-		// The operator allows no program by name: only the named injector.
-		return append(e, "HELM_INJECT_ALLOWED_COMMANDS=", "HELM_INJECT_INJECTORS="+operator)
-	}
+	env := func(params []argoParam) []string { return argoEnv(t, "web", "apps/web", params, nil) }
+	// The operator allows no program by name: only the named injector.
+	policy := []string{"--allowed-commands=", "--operator-injectors=" + operator}
 	gen := runPluginCommand(t, plugin.Spec.Generate.Command, app, env([]argoParam{
 		{Name: "operator-injector", Array: []string{"mesh"}},
 		{Name: "operator-injector-set", Map: map[string]string{"mesh.proxy": "edge-proxy"}},
-	}))
+	}), policy...)
 	if gen.code != 0 {
 		t.Fatalf("generate failed:\n%s", gen)
 	}
@@ -616,7 +621,7 @@ func TestArgoCDOperatorInjectors(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := runPluginCommand(t, plugin.Spec.Generate.Command, app, env(tc.params))
+			r := runPluginCommand(t, plugin.Spec.Generate.Command, app, env(tc.params), policy...)
 			if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, tc.message) || !strings.Contains(r.stderr, "application web") {
 				t.Errorf("want a refusal naming the application and saying %q:\n%s", tc.message, r)
 			}

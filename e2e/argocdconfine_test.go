@@ -17,12 +17,14 @@ import (
 
 // TestArgoCDConfinesInjectors: an injector that argocd generate runs tries
 // to read a file outside the repository, connect to a listener on
-// 127.0.0.1, write into the home folder and signal the test. Confined
-// (the sidecar's required, and the default best-effort with the
-// Application asking ARGOCD_ENV_HELM_INJECT_CONFINE=off), each attempt is
-// denied: the listener sees no connection, the files are unchanged, no
-// signal arrives. With the operator's HELM_INJECT_CONFINE=off each
-// succeeds, so the test proves something.
+// 127.0.0.1 and to a unix socket file (as the cmp-server's), write into
+// the home folder and signal the test. Confined (the operator's required;
+// best-effort with the Application asking ARGOCD_ENV_HELM_INJECT_CONFINE=off;
+// best-effort with a request to the cmp-server carrying
+// HELM_INJECT_CONFINE=off and more allowed programs), each attempt is
+// denied: the listeners see no connection, the files are unchanged, no
+// signal arrives. With the operator's --confine=off each succeeds, so the
+// test proves something.
 func TestArgoCDConfinesInjectors(t *testing.T) {
 	plugin := shippedPlugin(t)
 	repo := argoRepo(t)
@@ -37,38 +39,57 @@ func TestArgoCDConfinesInjectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	// A unix socket path has at most 107 bytes: keep it short.
+	sockDir, err := os.MkdirTemp("", "cmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "helm-inject.sock")
+	unixLn, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unixLn.Close()
 	accepted := make(chan struct{}, 8)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	for _, l := range []net.Listener{ln, unixLn} {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+				accepted <- struct{}{}
 			}
-			c.Close()
-			accepted <- struct{}{}
-		}
-	}()
+		}()
+	}
 	signals := make(chan os.Signal, 8)
 	signal.Notify(signals, syscall.SIGUSR1)
 	defer signal.Stop(signals)
 
 	written := filepath.Join(home, ".escaped")
-	generate := func(sidecar string, appEnv map[string]string) result {
+	generate := func(sidecar string, appEnv map[string]string, request ...string) result {
 		env := argoEnv(t, "web", "apps/web", []argoParam{{Name: "inject", Array: []string{"escape-probe FILE"}}}, appEnv)
-		env = append(env, "HELM_INJECT_ALLOWED_COMMANDS=escape-probe", "HELM_INJECT_CONFINE="+sidecar, "HOME="+home,
+		env = append(env, "HOME="+home, "PROBE_UNIX="+sock,
 			"PROBE_READ="+secret, "PROBE_DIAL="+ln.Addr().String(), "PROBE_WRITE="+written, "PROBE_SIGNAL="+strconv.Itoa(os.Getpid()))
-		return runPluginCommand(t, plugin.Spec.Generate.Command, app, env)
+		env = append(env, request...)
+		return runPluginCommand(t, plugin.Spec.Generate.Command, app, env, "--allowed-commands=escape-probe", "--confine="+sidecar)
 	}
 	for _, tc := range []struct {
 		name    string
 		sidecar string
 		app     map[string]string
+		request []string
 	}{
-		{"required", "required", nil},
-		{"best-effort, an Application asking for off", "", map[string]string{"HELM_INJECT_CONFINE": "off"}},
+		{"required", "required", nil, nil},
+		{"best-effort, an Application asking for off", "best-effort", map[string]string{"HELM_INJECT_CONFINE": "off"}, nil},
+		// What anyone reaching the cmp-server's socket can send: the
+		// cmp-server puts a request's variables after its own.
+		{"best-effort, a request asking for off", "best-effort", nil, []string{"HELM_INJECT_CONFINE=off", "HELM_INJECT_ALLOWED_COMMANDS=escape-probe,sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := generate(tc.sidecar, tc.app)
+			r := generate(tc.sidecar, tc.app, tc.request...)
 			if r.code != 0 {
 				t.Fatalf("generate failed:\n%s", r)
 			}
@@ -77,7 +98,8 @@ func TestArgoCDConfinesInjectors(t *testing.T) {
 			}
 			for _, want := range []string{
 				"escape-probe/read: 'open " + secret + ": permission denied'",
-				"escape-probe/dial: 'dial tcp " + ln.Addr().String() + ": connect: permission denied'",
+				"escape-probe/dial: 'dial tcp " + ln.Addr().String() + ": socket: permission denied'",
+				"escape-probe/unix: 'dial unix " + sock + ": socket: permission denied'",
 				"escape-probe/write: 'open " + written + ": permission denied'",
 				"escape-probe/signal: operation not permitted",
 			} {
@@ -107,7 +129,7 @@ func TestArgoCDConfinesInjectors(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("generate failed:\n%s", r)
 		}
-		for _, what := range []string{"read", "dial", "write", "signal"} {
+		for _, what := range []string{"read", "dial", "unix", "write", "signal"} {
 			if !strings.Contains(r.stdout, "escape-probe/"+what+": ok") {
 				t.Errorf("off: the %s attempt did not succeed", what)
 			}
@@ -155,10 +177,12 @@ func TestArgoCDConfinedIstioctl(t *testing.T) {
 `})
 	generate := func(confineRead string) result {
 		env := argoEnv(t, "web", "apps/web", []argoParam{{Name: "operator-injector", Array: []string{"istio"}}}, nil)
-		env = append(env, "HELM_INJECT_ALLOWED_COMMANDS=", "HELM_INJECT_INJECTORS="+operator,
-			"PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(istioctl)+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"HELM_INJECT_CONFINE_READ="+confineRead)
-		return runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", "web"), env)
+		env = append(env, "PATH="+binDir+string(os.PathListSeparator)+filepath.Dir(istioctl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		policy := []string{"--allowed-commands=", "--operator-injectors=" + operator}
+		if confineRead != "" {
+			policy = append(policy, "--confine-read="+confineRead)
+		}
+		return runPluginCommand(t, plugin.Spec.Generate.Command, filepath.Join(repo, "apps", "web"), env, policy...)
 	}
 	r := generate(meshDir)
 	if r.code != 0 {

@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-(cd "$root" && go build -o "$bin/" . ./fixtures/injectors/sidecar-injector)
+(cd "$root" && go build -o "$bin/" . ./fixtures/injectors/sidecar-injector ./fixtures/injectors/escape-probe)
 export HELM_INJECT_E2E_BIN=$bin
 export GOTOOLCHAIN=go1.27.3
 cd "$root/e2e-argocd"

@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/helm-inject/helm-inject/argocd"
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/manifest"
 	"github.com/helm-inject/helm-inject/release"
@@ -37,12 +39,53 @@ func newArgocdCommand(kernel confine.Kernel) *cobra.Command {
 		Short: "Argo CD Config Management Plugin: generate, parameters, discover, pin, provision",
 		Long:  argocdLong,
 	}
-	cmd.AddCommand(newArgocdGenerateCommand(kernel), newArgocdParametersCommand(), newArgocdDiscoverCommand(), newArgocdPinCommand(), newArgocdProvisionCommand())
+	cmd.AddCommand(newArgocdGenerateCommand(kernel), newArgocdParametersCommand(kernel), newArgocdDiscoverCommand(kernel), newArgocdPinCommand(), newArgocdProvisionCommand())
 	return cmd
 }
 
+// commaList is a flag of comma separated values that, given again, says
+// the whole list anew (pflag's string slices append instead): an
+// operator's override at the end of plugin.yaml's command line replaces
+// the shipped list.
+type commaList struct{ to *[]string }
+
+func (l commaList) Set(v string) error {
+	*l.to = strings.Split(v, ",")
+	return nil
+}
+
+func (l commaList) String() string {
+	if l.to == nil {
+		return ""
+	}
+	return strings.Join(*l.to, ",")
+}
+
+func (commaList) Type() string { return "strings" }
+
+// addOperatorFlags adds the operator's policy flags to a plugin command:
+// plugin.yaml gives them, and no request to the cmp-server can change
+// them (argocd.Operator). generate also takes the injectors' settings.
+func addOperatorFlags(cmd *cobra.Command, op *argocd.Operator, injectors bool) {
+	f := cmd.Flags()
+	f.Int64Var(&op.MaxMemoryMiB, argocd.FlagMaxMemory, argocd.DefaultMaxMemoryMiB, "the memory ceiling, in MiB: how much more address space the command may map once it starts reading the application (RLIMIT_AS, inherited by the injectors); a render past it fails alone, not the sidecar; 0 for none")
+	f.StringVar(&op.Confine, argocd.FlagConfine, string(confine.BestEffort), "how the kernel confines the command and every program it starts: best-effort (the seccomp socket filter, and Landlock as far as the kernel goes, naming on stderr what it does not hold), required (refuse, printing nothing, where files cannot be confined or the socket filter cannot be installed) or off; "+confine.EnvMode+" may only make it stricter")
+	if !injectors {
+		return
+	}
+	f.Int64Var(&op.Limits.Files, budget.Files.Flag(), budget.DefaultFiles, "the files and folders one render may open, each time it reaches one (after links, archive entries included)")
+	f.Int64Var(&op.Limits.Bytes, budget.Bytes.Flag(), budget.DefaultBytes, "the bytes one render may read and unpack in all: files, archives by their unpacked size (nested ones too), values, set-file files and the parameters")
+	f.Int64Var(&op.Limits.ListSlots, budget.ListSlots.Flag(), budget.DefaultListSlots, "the list slots the parameters' keys may make (n+1 for each [n])")
+	f.Int64Var(&op.Limits.OutputBytes, budget.OutputBytes.Flag(), budget.DefaultOutputBytes, "the bytes of manifests one render may print")
+	f.Var(commaList{&op.AllowedCommands}, argocd.FlagAllowedCommands, "the programs external injectors may run, comma separated (a name on PATH or an absolute path); none when not given; given again, the last counts. "+argocd.EnvAllowedCommands+" may only narrow it")
+	f.StringArrayVar(&op.Read, argocd.FlagConfineRead, nil, "a file or folder injectors may read besides the repository, such as istioctl's mesh config (repeatable)")
+	f.StringVar(&op.Library, argocd.FlagLibrary, "", "the built-in injector library applications use unless they name one in their repository")
+	f.StringVar(&op.InjectorsFile, argocd.FlagInjectorsFile, "", "the operator's file of named injectors")
+}
+
 func newArgocdGenerateCommand(kernel confine.Kernel) *cobra.Command {
-	return &cobra.Command{
+	var op argocd.Operator
+	cmd := &cobra.Command{
 		Use:   "generate",
 		Short: "Print the application's manifests with sidecars injected (the plugin's generate command)",
 		Long: `Print the application's manifests with sidecars injected, for Argo CD.
@@ -67,21 +110,18 @@ every injector it runs with Linux Landlock: they read only the repository,
 the operator's library and named-injectors file, the folders of
 HELM_INJECT_CONFINE_READ and a few system files; execute only the allowed
 injector programs; write only a private temporary folder; connect to and
-bind no TCP port; signal no process outside the render.
+bind no TCP or UDP port; signal no process outside the render. A seccomp
+filter refuses every socket, unix sockets included, on any kernel.
 
-The plugin's operator sets, on the sidecar: HELM_INJECT_ALLOWED_COMMANDS
-(the programs external injectors may run; none when unset),
-HELM_INJECT_INJECTOR_LIBRARY (the built-in injector library),
-HELM_INJECT_INJECTORS (named injectors), HELM_INJECT_CONFINE_READ (more
-folders injectors read, separated by ":", such as /etc/istio) and
-HELM_INJECT_CONFINE: best-effort (the default: what the kernel enforces,
-one line on stderr naming what it does not), required (refuse to render,
-printing nothing, unless the kernel confines files and the network) or
-off. An application cannot change them: only ARGOCD_ENV_* variables reach
-the plugin.`,
+The plugin's operator gives the policy on this command line, in the
+sidecar's plugin.yaml: --confine, --allowed-commands, --confine-read,
+--injector-library and --operator-injectors. No variable can loosen it,
+since Argo CD's cmp-server puts a request's variables after its own:
+HELM_INJECT_CONFINE may only make --confine stricter, and
+HELM_INJECT_ALLOWED_COMMANDS may only narrow --allowed-commands.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := argocdGenerate(cmd, kernel)
+			out, err := argocdGenerate(cmd, kernel, op)
 			if err != nil {
 				return err
 			}
@@ -89,6 +129,8 @@ the plugin.`,
 			return err
 		},
 	}
+	addOperatorFlags(cmd, &op, true)
+	return cmd
 }
 
 // argocdGenerate renders the application in the current folder and
@@ -97,8 +139,8 @@ the plugin.`,
 // line's flags: argocd.Prepare builds them as typed values from files
 // read through the repository's root, and they go straight to the
 // template action.
-func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel) ([]byte, error) {
-	mode, err := confine.ParseMode(os.Getenv(confine.EnvMode))
+func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel, op argocd.Operator) ([]byte, error) {
+	pol, err := op.Policy(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -110,14 +152,10 @@ func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := argocd.ReadPolicy(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	// Everything above is the operator's (the sidecar's environment and
-	// files) or Argo CD's; from here on the application's files are read,
-	// so the process confines itself first.
-	cleanup, err := confineApplication(kernel, mode, req, appDir, pol, cmd.ErrOrStderr())
+	// Everything above is the operator's (plugin.yaml's command line and
+	// the sidecar's files) or Argo CD's; from here on the application's
+	// files are read, so the process confines itself first.
+	cleanup, err := confineApplication(kernel, req, appDir, pol, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +177,9 @@ func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel) ([]byte, error) {
 	if err := release.WriteManifests(&out, r, in.Print); err != nil {
 		return nil, err
 	}
+	if err := in.Budget.CheckOutput(out.Len()); err != nil {
+		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+	}
 	if !slices.ContainsFunc(manifest.Split(out.String()), func(doc string) bool {
 		d, err := manifest.Parse("", doc)
 		return err == nil && !d.Empty()
@@ -151,20 +192,24 @@ func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel) ([]byte, error) {
 // confineApplication confines the process for generate's render of the
 // application req in appDir (see confineRender): its repository, and what
 // the operator's policy lets injectors read and run.
-func confineApplication(kernel confine.Kernel, mode confine.Mode, req *argocd.Request, appDir string, pol argocd.Policy, stderr io.Writer) (func(), error) {
+func confineApplication(kernel confine.Kernel, req *argocd.Request, appDir string, pol argocd.Policy, stderr io.Writer) (func(), error) {
 	repo, err := req.Repository(appDir)
 	if err != nil {
 		return nil, err
 	}
-	cleanup, err := confineRender(kernel, mode, pol.Confinement(repo, os.Getenv), stderr)
+	if err := confine.LimitMemory(pol.MaxMemory); err != nil {
+		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+	}
+	cleanup, err := confineRender(kernel, pol.Mode, pol.Confinement(repo), stderr)
 	if err != nil {
 		return nil, fmt.Errorf("application %s: %w", req.Release, err)
 	}
 	return cleanup, nil
 }
 
-func newArgocdParametersCommand() *cobra.Command {
-	return &cobra.Command{
+func newArgocdParametersCommand(kernel confine.Kernel) *cobra.Command {
+	var op argocd.Operator
+	cmd := &cobra.Command{
 		Use:   "parameters",
 		Short: "Print the plugin's parameters for the application, as JSON (the plugin's dynamic parameters command)",
 		Long: `Print, as the JSON Argo CD reads from a plugin's dynamic parameters
@@ -174,9 +219,16 @@ with the chart the "chart" parameter names), for a person to read in Argo
 CD's UI. generate ignores
 it; values are changed with "set". The other parameters are announced
 statically in plugin.yaml. It answers for an application that has no name
-yet (Argo CD's New App panel asks before there is one).`,
+yet (Argo CD's New App panel asks before there is one).
+
+It loads the application's chart, so it confines itself as generate does
+(--confine) before it reads it: it reads only the repository.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			pol, err := op.Policy(os.LookupEnv)
+			if err != nil {
+				return err
+			}
 			req, err := argocd.ReadRequest(os.Environ())
 			if err != nil {
 				return err
@@ -185,6 +237,18 @@ yet (Argo CD's New App panel asks before there is one).`,
 			if err != nil {
 				return err
 			}
+			repo, err := req.Repository(appDir)
+			if err != nil {
+				return err
+			}
+			if err := confine.LimitMemory(pol.MaxMemory); err != nil {
+				return err
+			}
+			cleanup, err := confineRender(kernel, pol.Mode, confine.Policy{Read: []string{repo}}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer cleanup()
 			ann, err := req.Announce(appDir)
 			if err != nil {
 				return err
@@ -194,10 +258,13 @@ yet (Argo CD's New App panel asks before there is one).`,
 			return enc.Encode(ann)
 		},
 	}
+	addOperatorFlags(cmd, &op, false)
+	return cmd
 }
 
-func newArgocdDiscoverCommand() *cobra.Command {
-	return &cobra.Command{
+func newArgocdDiscoverCommand(kernel confine.Kernel) *cobra.Command {
+	var op argocd.Operator
+	cmd := &cobra.Command{
 		Use:   "discover",
 		Short: "Say whether the plugin renders the application (the plugin's discovery command)",
 		Long: `Print "helm-inject" when the plugin renders the application in the current
@@ -207,19 +274,37 @@ match). Argo CD runs it even for an application that names the plugin.
 It matches a folder with a helm-inject-pins.yaml, and an application with a
 plugin section (named or not) whose parameters are all helm-inject's, or
 that gives none. A plugin section with a parameter helm-inject does not
-have is another plugin's.`,
+have is another plugin's.
+
+It confines itself as generate does (--confine) before it looks: it reads
+only the application's folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			pol, err := op.Policy(os.LookupEnv)
+			if err != nil {
+				return err
+			}
 			dir, err := os.Getwd()
 			if err != nil {
 				return err
 			}
+			real, err := filepath.EvalSymlinks(dir)
+			if err != nil {
+				return err
+			}
+			cleanup, err := confineRender(kernel, pol.Mode, confine.Policy{Read: []string{real}}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer cleanup()
 			if argocd.Discover(dir, os.Environ()) {
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), argocd.PluginName)
 			}
 			return err
 		},
 	}
+	addOperatorFlags(cmd, &op, false)
+	return cmd
 }
 
 func newArgocdProvisionCommand() *cobra.Command {

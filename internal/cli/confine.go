@@ -21,29 +21,32 @@ import (
 // else may be written; cleanup removes it. A warning for what the kernel
 // does not enforce goes to stderr.
 func confineRender(k confine.Kernel, mode confine.Mode, p confine.Policy, stderr io.Writer) (cleanup func(), err error) {
-	if mode == confine.Off {
-		return func() {}, nil
-	}
+	// Every render has its private folder, confined or not: it is named
+	// for the process, so a later render removes it if this one is
+	// killed before its cleanup runs.
 	parent, err := confine.PrivateParent()
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(parent, "render-")
+	work, err := confine.NewRenderFolder(parent)
 	if err != nil {
-		return nil, fmt.Errorf("creating the private folder of a confined render: %w", err)
-	}
-	removeWork := func() { os.RemoveAll(work) }
-	// The render writes only in its own folder; removing that folder at
-	// the end needs the right to remove (empty) folders in its parent.
-	p.Write = append(p.Write, work)
-	p.RemoveIn = append(p.RemoveIn, parent)
-	rep, err := k.Confine(mode, p)
-	if err != nil {
-		removeWork()
 		return nil, err
 	}
-	if w := rep.Warning(); w != "" {
-		fmt.Fprintln(stderr, w)
+	removeWork := func() { os.RemoveAll(work) }
+	if mode != confine.Off {
+		// The render writes only in its own folder; removing that folder
+		// at the end needs the right to remove (empty) folders in its
+		// parent.
+		p.Write = append(p.Write, work)
+		p.RemoveIn = append(p.RemoveIn, parent)
+		rep, err := k.Confine(mode, p)
+		if err != nil {
+			removeWork()
+			return nil, err
+		}
+		if w := rep.Warning(); w != "" {
+			fmt.Fprintln(stderr, w)
+		}
 	}
 	// The process's environment is where both os.MkdirTemp and the
 	// injectors' own programs look for a temporary folder; cleanup puts
@@ -65,8 +68,8 @@ func confineRender(k confine.Kernel, mode confine.Mode, p confine.Policy, stderr
 
 // templateConfineUsage and postRenderConfineUsage are --confine's help.
 const (
-	templateConfineUsage   = "render confined with Linux Landlock, for untrusted charts: read only the chart (a local folder or archive), the values and --set-file files, the injector library, --injector-pins and --injector-dir; run only the injectors' programs; write only stdout, --output-dir and a private temporary folder; no network (flags that need it are refused). Fails, rendering nothing, on a kernel that cannot confine files and the network (Linux 6.7)"
-	postRenderConfineUsage = "run the injectors confined with Linux Landlock: they read only the manifests, the injector library and --injector-dir, run only their programs, write only stdout and a private temporary folder, and reach no network. Fails on a kernel that cannot confine files and the network (Linux 6.7)"
+	templateConfineUsage   = "render confined with Linux Landlock and a seccomp socket filter, for untrusted charts: read only the chart (a local folder or archive), the values and --set-file files, the injector library, --injector-pins and --injector-dir; run only the injectors' programs; write only stdout, --output-dir and a private temporary folder; no network (flags that need it are refused). Fails, rendering nothing, where files cannot be confined (Linux 5.13) or no seccomp socket filter can be installed"
+	postRenderConfineUsage = "run the injectors confined with Linux Landlock and a seccomp socket filter: they read only the manifests, the injector library and --injector-dir, run only their programs, write only stdout and a private temporary folder, and make no socket. Fails where files cannot be confined (Linux 5.13) or no seccomp socket filter can be installed"
 )
 
 // injectorPrograms are the programs d's external injectors run, as found

@@ -27,14 +27,25 @@ import (
 
 // cliChildEnv makes the test binary something else (see TestMain):
 // "helm-inject" runs it as helm-inject with its arguments;
-// "confined-generate" confines itself exactly as argocd generate does and
-// then tries PROBE_READ and PROBE_DIAL.
+// "helm-inject-no-landlock" too, on a kernel without Landlock (the seam
+// reports ABI 0; the seccomp filter is real);
+// "confined-generate" confines itself exactly as argocd generate does,
+// with PROBE_CONFINE as the operator's --confine, and then tries
+// PROBE_READ and PROBE_DIAL.
 const cliChildEnv = "HELM_INJECT_CLI_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(cliChildEnv) {
 	case "helm-inject":
 		os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	case "helm-inject-no-landlock":
+		root := newRootCommandOn(cli.New(), confine.Kernel{ABI: func() int { return 0 }}, os.Stdin, os.Stdout, os.Stderr)
+		root.SetArgs(os.Args[1:])
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "confined-generate":
 		os.Exit(confinedGenerateChild())
 	}
@@ -46,7 +57,7 @@ func TestMain(m *testing.M) {
 // of the application, and dials PROBE_DIAL; it prints what each gave.
 func confinedGenerateChild() int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 2 }
-	mode, err := confine.ParseMode(os.Getenv(confine.EnvMode))
+	pol, err := argocd.Operator{Confine: os.Getenv("PROBE_CONFINE")}.Policy(os.LookupEnv)
 	if err != nil {
 		return fail(err)
 	}
@@ -58,11 +69,7 @@ func confinedGenerateChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	pol, err := argocd.ReadPolicy(os.Getenv)
-	if err != nil {
-		return fail(err)
-	}
-	cleanup, err := confineApplication(confine.Kernel{}, mode, req, appDir, pol, os.Stderr)
+	cleanup, err := confineApplication(confine.Kernel{}, req, appDir, pol, os.Stderr)
 	if err != nil {
 		return fail(err)
 	}
@@ -104,9 +111,11 @@ func argoApp(t *testing.T) (appDir string, env []string) {
 // TestGenerateConfinesItself: the test binary, re-executed, confines
 // itself with generate's own function and inputs, then cannot read a file
 // outside the repository or connect to a listener on 127.0.0.1, while it
-// reads its repository. With HELM_INJECT_CONFINE=off both succeed, so the
-// test proves something; an Application's ARGOCD_ENV_HELM_INJECT_CONFINE
-// changes nothing.
+// reads its repository. With the operator's --confine=off both succeed,
+// so the test proves something. A request's HELM_INJECT_CONFINE=off (what
+// anyone reaching Argo CD's cmp-server socket can send: it appends a
+// request's variables after the sidecar's) and an Application's
+// ARGOCD_ENV_HELM_INJECT_CONFINE change nothing.
 func TestGenerateConfinesItself(t *testing.T) {
 	appDir, env := argoApp(t)
 	secret := filepath.Join(t.TempDir(), "token")
@@ -146,8 +155,16 @@ func TestGenerateConfinesItself(t *testing.T) {
 		}
 		return res
 	}
-	for _, mode := range [][]string{{"HELM_INJECT_CONFINE=required"}, nil, {"ARGOCD_ENV_HELM_INJECT_CONFINE=off"}} {
+	for _, mode := range [][]string{
+		{"PROBE_CONFINE=required"}, {"PROBE_CONFINE=best-effort"}, nil,
+		{"PROBE_CONFINE=best-effort", "ARGOCD_ENV_HELM_INJECT_CONFINE=off"},
+		{"PROBE_CONFINE=best-effort", "HELM_INJECT_CONFINE=off"},
+		{"PROBE_CONFINE=required", "HELM_INJECT_CONFINE=off"},
+	} {
 		res := run(mode...)
+		if left, _ := os.ReadDir(filepath.Join(tmp, fmt.Sprintf("helm-inject-confined-%d", os.Getuid()))); len(left) != 0 {
+			t.Errorf("%v: the confined render left its private folder: %v", mode, left)
+		}
 		if res["repository"] != "ok" {
 			t.Errorf("%v: reading the repository: %s", mode, res["repository"])
 		}
@@ -160,7 +177,7 @@ func TestGenerateConfinesItself(t *testing.T) {
 	if n := len(accepted); n != 0 {
 		t.Errorf("the listener accepted %d connections from confined processes", n)
 	}
-	res := run("HELM_INJECT_CONFINE=off")
+	res := run("PROBE_CONFINE=off")
 	for _, what := range []string{"outside", "repository", "dial"} {
 		if res[what] != "ok" {
 			t.Errorf("off: %s: %s, want it to succeed", what, res[what])
@@ -177,54 +194,53 @@ func TestGenerateConfinesItself(t *testing.T) {
 }
 
 // TestGenerateWithoutLandlock: on a kernel without Landlock (the seam
-// reports ABI 0), best-effort renders and says on stderr what is not
-// confined; required (the sidecar's setting, which an Application's
-// ARGOCD_ENV_HELM_INJECT_CONFINE=off does not change) fails naming what
-// is missing, and prints nothing on stdout.
+// reports ABI 0, in a fresh process: the socket filter is real), the
+// shipped best-effort renders, holds the network with the socket filter
+// and says on stderr what is not confined; required (which a request's
+// HELM_INJECT_CONFINE=off does not change) fails naming what is missing,
+// and prints nothing on stdout.
 func TestGenerateWithoutLandlock(t *testing.T) {
 	appDir, env := argoApp(t)
-	t.Chdir(appDir)
-	t.Setenv("TMPDIR", t.TempDir())
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	noLandlock := confine.Kernel{ABI: func() int { return 0 }}
-	generate := func() (stdout, stderr string, err error) {
+	generate := func(extra []string, args ...string) result {
+		cmd := exec.Command(os.Args[0], append([]string{"argocd", "generate"}, args...)...)
+		cmd.Dir = appDir
+		cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject-no-landlock", "TMPDIR="+t.TempDir())
+		cmd.Env = append(cmd.Env, extra...)
 		var out, errb bytes.Buffer
-		root := newRootCommandOn(cli.New(), noLandlock, nil, &out, &errb)
-		root.SetArgs([]string{"argocd", "generate"})
-		err = root.ExecuteContext(t.Context())
-		return out.String(), errb.String(), err
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return result{out.String(), errb.String(), err}
 	}
 
-	t.Setenv(confine.EnvMode, "")
-	out, stderr, err := generate()
-	if err != nil {
-		t.Fatalf("best-effort without Landlock: %v", err)
+	r := generate(nil, "--confine=best-effort")
+	if r.err != nil {
+		t.Fatalf("best-effort without Landlock: %v\n%s", r.err, r.stderr)
 	}
-	if !strings.Contains(out, "kind: Deployment") {
-		t.Errorf("best-effort without Landlock printed no manifests:\n%s", out)
+	if !strings.Contains(r.stdout, "kind: Deployment") {
+		t.Errorf("best-effort without Landlock printed no manifests:\n%s", r.stdout)
 	}
-	want := "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (not available) does not confine files (Landlock ABI 1, Linux 5.13), network (TCP connect and bind: ABI 4, Linux 6.7), signals and abstract unix sockets (ABI 6, Linux 6.12)\n"
-	if stderr != want {
-		t.Errorf("best-effort without Landlock: stderr\n%q\nwant\n%q", stderr, want)
-	}
-
-	t.Setenv(confine.EnvMode, "required")
-	t.Setenv("ARGOCD_ENV_"+confine.EnvMode, "off")
-	out, _, err = generate()
-	if err == nil || !strings.Contains(err.Error(), "application web: HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network") {
-		t.Errorf("required without Landlock: err = %v, want it to name what is missing", err)
-	}
-	if out != "" {
-		t.Errorf("required without Landlock printed on stdout:\n%s", out)
+	want := "helm-inject: --confine=best-effort: this kernel (Landlock not available) does not confine files (Landlock ABI 1, Linux 5.13), signals (ABI 6, Linux 6.12)\n"
+	if r.stderr != want {
+		t.Errorf("best-effort without Landlock: stderr\n%q\nwant\n%q", r.stderr, want)
 	}
 
-	t.Setenv(confine.EnvMode, "on")
-	if _, _, err = generate(); err == nil || !strings.Contains(err.Error(), `HELM_INJECT_CONFINE="on": say best-effort, required or off`) {
-		t.Errorf("HELM_INJECT_CONFINE=on: err = %v", err)
+	r = generate([]string{"HELM_INJECT_CONFINE=off", "ARGOCD_ENV_HELM_INJECT_CONFINE=off"}, "--confine=required")
+	if r.err == nil || !strings.Contains(r.stderr, "application web: --confine=required, but this kernel (Landlock not available) cannot confine files (Landlock ABI 1, Linux 5.13)") {
+		t.Errorf("required without Landlock: %v, stderr %q; want it to name what is missing", r.err, r.stderr)
 	}
+	if r.stdout != "" {
+		t.Errorf("required without Landlock printed on stdout:\n%s", r.stdout)
+	}
+
+	if r = generate(nil, "--confine=on"); r.err == nil || !strings.Contains(r.stderr, `--confine="on": say best-effort, required or off`) {
+		t.Errorf("--confine=on: %v, stderr %q", r.err, r.stderr)
+	}
+}
+
+// result is what a helm-inject process printed and how it ended.
+type result struct {
+	stdout, stderr string
+	err            error
 }
 
 // BenchmarkArgoCDGenerate runs argocd generate on the webapp chart, a
@@ -240,9 +256,9 @@ func BenchmarkArgoCDGenerate(b *testing.B) {
 	for _, mode := range []string{"off", "required"} {
 		b.Run(mode, func(b *testing.B) {
 			for b.Loop() {
-				cmd := exec.Command(os.Args[0], "argocd", "generate")
+				cmd := exec.Command(os.Args[0], "argocd", "generate", "--confine="+mode)
 				cmd.Dir = appDir
-				cmd.Env = append(env, confine.EnvMode+"="+mode)
+				cmd.Env = env
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
 				}
@@ -452,5 +468,38 @@ func TestInjectorProgramsRelativeToInjectorDir(t *testing.T) {
 	got := injectorPrograms(&d, dir)
 	if want := []string{prog, named}; !slices.Equal(got, want) {
 		t.Errorf("programs = %q, want %q", got, want)
+	}
+}
+
+// TestParametersAndDiscoverConfineThemselves: argocd parameters (which
+// loads the application's chart with Helm's loader) and discover confine
+// themselves as generate does, before they read the application: on a
+// kernel without Landlock best-effort says what it cannot hold, and
+// required refuses, printing nothing, whatever a request's
+// HELM_INJECT_CONFINE asks.
+func TestParametersAndDiscoverConfineThemselves(t *testing.T) {
+	appDir, env := argoApp(t)
+	for _, verb := range []string{"parameters", "discover"} {
+		run := func(extra []string, args ...string) result {
+			cmd := exec.Command(os.Args[0], append([]string{"argocd", verb}, args...)...)
+			cmd.Dir = appDir
+			cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject-no-landlock", "TMPDIR="+t.TempDir())
+			cmd.Env = append(cmd.Env, extra...)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			return result{out.String(), errb.String(), err}
+		}
+		r := run(nil, "--confine=best-effort")
+		if r.err != nil || !strings.HasPrefix(r.stderr, "helm-inject: --confine=best-effort: this kernel (Landlock not available) does not confine files") {
+			t.Errorf("%s, best-effort without Landlock: %v, stderr %q; want the line naming what is not confined", verb, r.err, r.stderr)
+		}
+		if verb == "parameters" && !strings.Contains(r.stdout, `"chart-values"`) {
+			t.Errorf("parameters, best-effort: stdout %q", r.stdout)
+		}
+		r = run([]string{"HELM_INJECT_CONFINE=off"}, "--confine=required")
+		if r.err == nil || r.stdout != "" || !strings.Contains(r.stderr, "--confine=required, but this kernel (Landlock not available) cannot confine files") {
+			t.Errorf("%s, required without Landlock: %v, stdout %q, stderr %q; want a refusal and nothing printed", verb, r.err, r.stdout, r.stderr)
+		}
 	}
 }

@@ -63,7 +63,7 @@ func TestArgocdParametersPrintsChartValues(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			argocdEnv(t, tt.dir, tt.env...)
-			out, errOut, code := runCLI(t, "argocd", "parameters")
+			out, errOut, code := runCLI(t, "argocd", "parameters", "--confine=off", "--max-memory-mib=0")
 			var got []argocd.Announcement
 			if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
 				t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
@@ -87,7 +87,7 @@ func TestArgocdParametersPrintsChartValues(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			argocdEnv(t, appDir, "ARGOCD_APP_NAME=web", "ARGOCD_APP_SOURCE_PATH=apps/web", "ARGOCD_APP_PARAMETERS="+tt.params)
-			out, errOut, code := runCLI(t, "argocd", "parameters")
+			out, errOut, code := runCLI(t, "argocd", "parameters", "--confine=off", "--max-memory-mib=0")
 			if code != 1 || out != "" || !strings.Contains(errOut, tt.want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing printed and %q", code, out, errOut, tt.want)
 			}
@@ -126,7 +126,7 @@ func TestArgocdDiscover(t *testing.T) {
 				env = append(env, "ARGOCD_APP_PARAMETERS="+tt.params)
 			}
 			argocdEnv(t, tt.dir, env...)
-			out, errOut, code := runCLI(t, "argocd", "discover")
+			out, errOut, code := runCLI(t, "argocd", "discover", "--confine=off", "--max-memory-mib=0")
 			if code != 0 || out != tt.want {
 				t.Errorf("exit %d, stdout %q (%s); want 0 and %q", code, out, errOut, tt.want)
 			}
@@ -373,19 +373,26 @@ func TestArgocdGenerateRefusals(t *testing.T) {
 		want string
 	}{
 		{"parameters not JSON", "web", []string{`ARGOCD_APP_PARAMETERS={`}, "application web: reading ARGOCD_APP_PARAMETERS: "},
-		{"operator's injectors file missing", "web", []string{argocd.EnvInjectors + "=" + filepath.Join(repo, "no-such-injectors.yaml")}, argocd.EnvInjectors + " (" + filepath.Join(repo, "no-such-injectors.yaml") + "): "},
+		{"operator's injectors file missing", "web", []string{"--operator-injectors=" + filepath.Join(repo, "no-such-injectors.yaml")}, "--operator-injectors (" + filepath.Join(repo, "no-such-injectors.yaml") + "): "},
 		{"values file missing", "web", []string{`ARGOCD_APP_PARAMETERS=[{"name":"values-files","array":["prod.yaml"]}]`}, `application web: values file "prod.yaml" does not exist in the repository`},
 		{"template fails", "broken", nil, `application broken: release "broken": rendering apps/broken: execution error at (broken/templates/cm.yaml:1:3): the chart refuses`},
 		{"no objects", "empty", []string{`ARGOCD_APP_PARAMETERS=[{"name":"skip-tests","string":"true"}]`}, "application empty: the chart rendered no objects; refusing to print nothing (Argo CD would prune every resource)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			var env, args []string
+			for _, e := range tt.env {
+				if strings.HasPrefix(e, "--") {
+					args = append(args, e)
+				} else {
+					env = append(env, e)
+				}
+			}
 			argocdEnv(t, filepath.Join(repo, "apps", tt.app), append([]string{"ARGOCD_APP_NAME=" + tt.app, "ARGOCD_APP_NAMESPACE=shop",
-				"ARGOCD_APP_SOURCE_PATH=apps/" + tt.app, "KUBE_VERSION=1.31.4"}, tt.env...)...)
-			t.Setenv(confine.EnvMode, "off")
+				"ARGOCD_APP_SOURCE_PATH=apps/" + tt.app, "KUBE_VERSION=1.31.4"}, env...)...)
 			t.Setenv("TMPDIR", t.TempDir())
 			var out, errb bytes.Buffer
 			root := newRootCommandOn(cli.New(), noLandlock, nil, &out, &errb)
-			root.SetArgs([]string{"argocd", "generate"})
+			root.SetArgs(append([]string{"argocd", "generate", "--confine=off", "--max-memory-mib=0"}, args...))
 			err := root.ExecuteContext(t.Context())
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || out.Len() != 0 {
 				t.Errorf("error %v, stdout %q; want %q and nothing printed", err, out.String(), tt.want)

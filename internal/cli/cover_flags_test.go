@@ -159,11 +159,11 @@ func TestTemplateConfineRefusals(t *testing.T) {
 		{[]string{apiChart, "--confine", "--post-renderer", "cat"}, noNetwork + "--post-renderer"},
 		{[]string{apiChart, "--confine", "--keep-chart", t.TempDir()}, noNetwork + "--keep-chart"},
 		{[]string{"oci://registry.example/api", "--confine"}, `release "web": --confine renders a local chart (a folder or an archive): oci://registry.example/api: `},
-		{[]string{apiChart, "--confine"}, `release "web": HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network`},
+		{[]string{apiChart, "--confine"}, `release "web": --confine=required, but this kernel (Landlock not available) cannot confine files (Landlock ABI 1, Linux 5.13)`},
 		{[]string{apiChart, "--confine", "--output-dir", filepath.Join(t.TempDir(), "out")},
-			`release "web": HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network`},
+			`release "web": --confine=required, but this kernel (Landlock not available) cannot confine files (Landlock ABI 1, Linux 5.13)`},
 		{[]string{apiChart, "--confine", "--injector-library", lib, "--with", "sidecar", "--set-file", "logLevel=" + setFile, "-f", setFile + ".missing"},
-			`release "web": HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network`},
+			`release "web": --confine=required, but this kernel (Landlock not available) cannot confine files (Landlock ABI 1, Linux 5.13)`},
 	} {
 		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {
 			out, errOut, err := template(tt.args...)

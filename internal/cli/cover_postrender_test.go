@@ -35,7 +35,7 @@ func TestPostRenderRefusals(t *testing.T) {
 		{"stdin not YAML", []string{"--inject", "cat"}, "kind: [unclosed\n", "stdin document 1: "},
 		{"failing injector", []string{"--inject", failing}, deployment, ""},
 		{"confine without Landlock", []string{"--confine", "--injector-library", lib, "--with", "log-shipper", "--with-set", "log-shipper.destination=logs:24224"}, deployment,
-			"HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network"},
+			"--confine=required, but this kernel (Landlock not available) cannot confine files (Landlock ABI 1, Linux 5.13)"},
 		{"an argument", []string{"extra"}, deployment, `unknown command "extra" for "helm-inject post-render"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,14 +1,20 @@
 // Package confine restricts the running process, and every program it
-// starts afterwards, with Linux Landlock: it may read only the files and
-// folders a Policy names, execute only its programs, write only in its
-// private folder, connect to and bind no TCP port, and signal or reach
-// over abstract unix sockets no process outside itself.
+// starts afterwards, in two layers the kernel enforces:
 //
-// Landlock is enforced by the kernel on every path the process takes,
-// including ones nobody here knows of (a template function, a loader, a
-// library under them, an injector program): the guarantee does not rest
-// on having found every way to reach a file or the network. A process
-// cannot undo it, and its children inherit it.
+//   - a seccomp-bpf socket filter (every kernel since 3.5): no socket of
+//     any address family, unix sockets included, can be made, so nothing
+//     reaches the network, the cmp-server's socket or any other;
+//   - Linux Landlock (5.13 and later): read only the files and folders a
+//     Policy names, execute only its programs, write only in its private
+//     folder, and, as far as the kernel's Landlock goes, no TCP or UDP
+//     port, no unix socket file, no signal or abstract unix socket
+//     outside itself.
+//
+// Both hold on every path the process takes, including ones nobody here
+// knows of (a template function, a loader, a library under them, an
+// injector program): the guarantee does not rest on having found every
+// way to reach a file or the network. A process cannot undo either, and
+// its children inherit both.
 package confine
 
 import (
@@ -38,32 +44,45 @@ const EnvRead = "HELM_INJECT_CONFINE_READ"
 type Mode string
 
 const (
-	// BestEffort enforces what the kernel can and says what it cannot.
+	// BestEffort installs the socket filter and Landlock as far as the
+	// kernel goes, and says what it cannot enforce.
 	BestEffort Mode = "best-effort"
-	// Required refuses to run unless the kernel confines both files and
-	// the network.
+	// Required refuses to run unless the kernel confines files
+	// (Landlock) and sockets (the seccomp filter).
 	Required Mode = "required"
 	// Off confines nothing.
 	Off Mode = "off"
 )
 
-// ParseMode reads a mode as an operator writes it; empty is BestEffort.
-func ParseMode(s string) (Mode, error) {
+// ParseMode reads a mode as an operator writes it in what (a flag or a
+// variable); empty is BestEffort.
+func ParseMode(what, s string) (Mode, error) {
 	switch m := Mode(strings.TrimSpace(s)); m {
 	case "":
 		return BestEffort, nil
 	case BestEffort, Required, Off:
 		return m, nil
 	}
-	return "", fmt.Errorf("%s=%q: say best-effort, required or off", EnvMode, s)
+	return "", fmt.Errorf("%s=%q: say best-effort, required or off", what, s)
+}
+
+// Stricter is the stricter of m and o: Required over BestEffort over
+// Off. A setting that may only tighten the operator's policy is applied
+// with it.
+func (m Mode) Stricter(o Mode) Mode {
+	rank := func(m Mode) int { return map[Mode]int{Off: 0, BestEffort: 1, Required: 2}[m] }
+	if rank(o) > rank(m) {
+		return o
+	}
+	return m
 }
 
 // The Landlock ABI versions that add what this package restricts.
 const (
-	abiFiles   = 1 // Linux 5.13
-	abiNetwork = 4 // Linux 6.7: TCP connect and bind
-	abiScoped  = 6 // Linux 6.12: signals and abstract unix sockets
-	abiNewest  = 6 // the newest ABI whose rights are used here
+	abiFiles   = 1  // Linux 5.13
+	abiNetwork = 4  // Linux 6.7: TCP connect and bind
+	abiScoped  = 6  // Linux 6.12: signals and abstract unix sockets
+	abiNewest  = 10 // unix socket files (9) and UDP (10): the newest ABI whose rights are used here
 )
 
 // Policy is what a confined process may reach. Paths are absolute; a
@@ -95,11 +114,22 @@ func libraryRead() []string {
 	return []string{"/lib", "/lib64", "/lib32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d"}
 }
 
-// Kernel is Landlock as the running kernel offers it.
+// Kernel is Landlock and seccomp as the running kernel offers them.
 type Kernel struct {
 	// ABI reports the kernel's Landlock ABI version, 0 when it has none;
 	// nil asks the kernel. Tests stand for another kernel with it.
 	ABI func() int
+	// SocketFilter installs the seccomp socket filter on the process; nil
+	// installs the real one. Tests stand for a kernel without seccomp
+	// with it.
+	SocketFilter func() error
+}
+
+func (k Kernel) socketFilter() error {
+	if k.SocketFilter != nil {
+		return k.SocketFilter()
+	}
+	return installSocketFilter()
 }
 
 func (k Kernel) abi() int {
@@ -118,12 +148,17 @@ type Report struct {
 	Mode Mode
 	// ABI is the kernel's Landlock ABI version (0: none).
 	ABI int
+	// SocketFilter says whether the seccomp socket filter is installed;
+	// SocketFilterErr is why not.
+	SocketFilter    bool
+	SocketFilterErr error
 }
 
-// Files, Network and Scoped say whether the kernel can confine each
-// (Off confines nothing whatever they say).
+// Files, Network and Scoped say whether the kernel confines each (Off
+// confines nothing whatever they say). The network is held by the socket
+// filter on any kernel, and by Landlock's TCP rules from ABI 4.
 func (r Report) Files() bool   { return r.ABI >= abiFiles }
-func (r Report) Network() bool { return r.ABI >= abiNetwork }
+func (r Report) Network() bool { return r.SocketFilter || r.ABI >= abiNetwork }
 func (r Report) Scoped() bool  { return r.ABI >= abiScoped }
 
 // Missing names what is not enforced, for a person.
@@ -136,9 +171,14 @@ func (r Report) Missing() []string {
 		m = append(m, "files (Landlock ABI 1, Linux 5.13)")
 	}
 	if !r.Network() {
-		m = append(m, "network (TCP connect and bind: ABI 4, Linux 6.7)")
+		m = append(m, fmt.Sprintf("network (no seccomp socket filter: %v)", r.SocketFilterErr))
 	}
-	if !r.Scoped() {
+	switch {
+	case r.Scoped():
+	case r.SocketFilter:
+		// No socket can be made, abstract unix sockets included.
+		m = append(m, "signals (ABI 6, Linux 6.12)")
+	default:
 		m = append(m, "signals and abstract unix sockets (ABI 6, Linux 6.12)")
 	}
 	return m
@@ -151,7 +191,7 @@ func (r Report) Warning() string {
 	if len(m) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("helm-inject: %s=%s: this kernel's Landlock (%s) does not confine %s", EnvMode, r.Mode, abiName(r.ABI), strings.Join(m, ", "))
+	return fmt.Sprintf("helm-inject: --confine=%s: this kernel (Landlock %s) does not confine %s", r.Mode, abiName(r.ABI), strings.Join(m, ", "))
 }
 
 func abiName(v int) string {
@@ -162,21 +202,23 @@ func abiName(v int) string {
 }
 
 // Confine restricts this process and its future children to p, as mode
-// asks. Off does nothing; Required fails, restricting nothing, when the
-// kernel cannot confine both files and the network. The error names
-// what is missing.
+// asks: the socket filter, then Landlock as far as the kernel has it.
+// Off does nothing; Required fails, restricting nothing, when the kernel
+// cannot confine files or the socket filter cannot be installed. The
+// error names what is missing.
 func (k Kernel) Confine(mode Mode, p Policy) (Report, error) {
 	rep := Report{Mode: mode}
 	if mode == Off {
 		return rep, nil
 	}
 	rep.ABI = k.abi()
-	if mode == Required && !rep.Network() {
-		missing := "the network"
-		if !rep.Files() {
-			missing = "files and the network"
-		}
-		return rep, fmt.Errorf("%s=required, but this kernel's Landlock (%s) cannot confine %s (files need Landlock ABI 1, Linux 5.13; the network ABI 4, Linux 6.7): nothing was rendered", EnvMode, abiName(rep.ABI), missing)
+	if mode == Required && !rep.Files() {
+		return rep, fmt.Errorf("--confine=required, but this kernel (Landlock %s) cannot confine files (Landlock ABI 1, Linux 5.13): nothing was rendered", abiName(rep.ABI))
+	}
+	if rep.SocketFilterErr = k.socketFilter(); rep.SocketFilterErr == nil {
+		rep.SocketFilter = true
+	} else if mode == Required {
+		return rep, fmt.Errorf("--confine=required, but the seccomp socket filter could not be installed (%w): nothing was rendered", rep.SocketFilterErr)
 	}
 	if rep.ABI < abiFiles {
 		return rep, nil
@@ -195,19 +237,9 @@ func (k Kernel) Confine(mode Mode, p Policy) (Report, error) {
 // more): it handles every right that version knows, up to the newest this
 // package uses, so that what no rule grants is denied.
 func configFor(abi int) landlock.Config {
-	switch min(abi, abiNewest) {
-	case 1:
-		return landlock.V1
-	case 2:
-		return landlock.V2
-	case 3:
-		return landlock.V3
-	case 4:
-		return landlock.V4
-	case 5:
-		return landlock.V5
-	}
-	return landlock.V6
+	byABI := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5,
+		landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10}
+	return byABI[min(abi, abiNewest)-1]
 }
 
 // The rights this package grants. Landlock refuses folder rights on a

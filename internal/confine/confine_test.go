@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
@@ -31,7 +33,11 @@ type childTask struct {
 	Run     []string // a program and its arguments
 	Signal  int      // a process to send SIGUSR1 to
 	Unix    string   // an abstract unix socket to connect to
-	FakeABI *int
+	IOUring bool     // make an io_uring (whose rings can open sockets)
+	// NoSocketFilter stands for a kernel without seccomp, so that what
+	// Landlock holds alone shows.
+	NoSocketFilter bool
+	FakeABI        *int
 }
 
 // childResult is, per attempt, "ok" or the error.
@@ -56,6 +62,9 @@ func runChild(task string) int {
 	k := Kernel{}
 	if t.FakeABI != nil {
 		k.ABI = func() int { return *t.FakeABI }
+	}
+	if t.NoSocketFilter {
+		k.SocketFilter = func() error { return errors.New("no seccomp in this test") }
 	}
 	res := childResult{Confine: "ok", Results: map[string]string{}}
 	outcome := func(err error) string {
@@ -94,6 +103,16 @@ func runChild(task string) int {
 				c.Close()
 			}
 			res.Results["unix"] = outcome(err)
+		}
+		if t.IOUring {
+			var params [120]byte // struct io_uring_params
+			fd, _, errno := syscall.Syscall(425, 1, uintptr(unsafe.Pointer(&params)), 0)
+			if errno == 0 {
+				syscall.Close(int(fd))
+				res.Results["io_uring"] = "ok"
+			} else {
+				res.Results["io_uring"] = errno.Error()
+			}
 		}
 		if t.Signal != 0 {
 			res.Results["signal"] = outcome(syscall.Kill(t.Signal, syscall.SIGUSR1))
@@ -194,6 +213,13 @@ func TestConfineDeniesWhatThePolicyDoesNotName(t *testing.T) {
 	res := runConfined(t, w.task(Required))
 	if res.Confine != "ok" {
 		t.Fatalf("confining: %s", res.Confine)
+	}
+	// Landlock alone (no socket filter, best-effort) denies the TCP
+	// connection too, where the kernel has its network rules (ABI 4).
+	alone := w.task(BestEffort)
+	alone.NoSocketFilter = true
+	if got := runConfined(t, alone).Results["dial"]; !strings.Contains(got, "connect: permission denied") {
+		t.Errorf("Landlock alone: dial: %q, want connect: permission denied", got)
 	}
 	want := map[string]bool{ // true: allowed
 		"read " + filepath.Join(w.repo, "values.yaml"): true,
@@ -305,8 +331,15 @@ func TestConfineScopesSignals(t *testing.T) {
 	if !strings.Contains(res.Results["signal"], "operation not permitted") {
 		t.Errorf("confined: signalling the test: %q, want operation not permitted", res.Results["signal"])
 	}
-	if !strings.Contains(res.Results["unix"], "operation not permitted") {
-		t.Errorf("confined: connecting to the test's abstract socket: %q, want operation not permitted", res.Results["unix"])
+	// The socket filter refuses the socket itself, before Landlock's
+	// scope would refuse the connection; without it, the scope does.
+	if !strings.Contains(res.Results["unix"], "socket: permission denied") {
+		t.Errorf("confined: connecting to the test's abstract socket: %q, want socket: permission denied", res.Results["unix"])
+	}
+	alone := task
+	alone.Mode, alone.Signal, alone.NoSocketFilter = BestEffort, 0, true
+	if got := runConfined(t, alone).Results["unix"]; !strings.Contains(got, "operation not permitted") {
+		t.Errorf("Landlock alone: connecting to the test's abstract socket: %q, want operation not permitted", got)
 	}
 	select {
 	case <-got:
@@ -327,24 +360,87 @@ func TestConfineScopesSignals(t *testing.T) {
 	}
 }
 
+// TestSocketFilterWithoutLandlock: on a kernel without Landlock (the seam
+// reports ABI 0, as on Ubuntu 20.04's 5.4), best-effort still holds the
+// network with the seccomp filter: the process cannot connect to a TCP
+// listener on 127.0.0.1 nor to a unix socket file (the cmp-server's, in
+// the folder every plugin shares), and neither can a program it starts.
+// Nor can it make an io_uring, whose rings open sockets without socket().
+// Unconfined, all of it succeeds, so the test proves something.
+func TestSocketFilterWithoutLandlock(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	sock := filepath.Join(t.TempDir(), "plugin.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	unixAccepted := make(chan struct{}, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			unixAccepted <- struct{}{}
+		}
+	}()
+	host, port, _ := net.SplitHostPort(w.addr)
+	noLandlock := 0
+	task := childTask{Mode: BestEffort, FakeABI: &noLandlock, Dial: w.addr, Unix: sock, IOUring: true,
+		Run: []string{bash, "-c", "exec 3<>/dev/tcp/" + host + "/" + port}}
+	res := runConfined(t, task)
+	if res.Confine != "ok" {
+		t.Fatalf("confining: %s", res.Confine)
+	}
+	for _, what := range []string{"dial", "unix", "run", "io_uring"} {
+		if !strings.Contains(res.Results[what], "ermission denied") {
+			t.Errorf("no Landlock, best-effort: %s: %q, want permission denied", what, res.Results[what])
+		}
+	}
+	if n := len(w.accepted) + len(unixAccepted); n != 0 {
+		t.Errorf("the listeners accepted %d connections from the filtered process", n)
+	}
+	task.Mode = Off
+	res = runConfined(t, task)
+	for _, what := range []string{"dial", "unix", "run", "io_uring"} {
+		if res.Results[what] != "ok" {
+			t.Errorf("off: %s: %s, want it to succeed", what, res.Results[what])
+		}
+	}
+}
+
 // TestConfineRequiredWithoutLandlock: on a kernel without Landlock (the
 // seam reports ABI 0), required refuses, naming what is missing, and
-// best-effort goes on unconfined; on one with files but no network
-// (ABI 3), required names the network.
+// best-effort goes on with the socket filter alone; where no socket filter
+// can be installed, required refuses, restricting nothing, and
+// best-effort names the network as missing.
 func TestConfineRequiredWithoutLandlock(t *testing.T) {
+	noFilter := func() error { return errors.New("seccomp: not in this kernel") }
+	filterInstalled := func() error { return nil }
 	for _, tc := range []struct {
 		abi     int
 		mode    Mode
+		filter  func() error
 		wantErr string
 		missing []string
 	}{
-		{abi: 0, mode: Required, wantErr: "HELM_INJECT_CONFINE=required, but this kernel's Landlock (not available) cannot confine files and the network"},
-		{abi: 3, mode: Required, wantErr: "HELM_INJECT_CONFINE=required, but this kernel's Landlock (ABI 3) cannot confine the network (files need"},
-		{abi: 0, mode: BestEffort, missing: []string{"files", "network", "signals"}},
-		{abi: 0, mode: Off},
+		{abi: 0, mode: Required, filter: filterInstalled, wantErr: "--confine=required, but this kernel (Landlock not available) cannot confine files (Landlock ABI 1, Linux 5.13)"},
+		{abi: 3, mode: Required, filter: noFilter, wantErr: "--confine=required, but the seccomp socket filter could not be installed (seccomp: not in this kernel)"},
+		{abi: 0, mode: BestEffort, filter: filterInstalled, missing: []string{"files", "signals (ABI 6"}},
+		{abi: 0, mode: BestEffort, filter: noFilter, missing: []string{"files", "network (no seccomp socket filter: seccomp: not in this kernel)", "signals and abstract unix sockets"}},
+		{abi: 0, mode: Off, filter: noFilter},
 	} {
 		t.Run(fmt.Sprintf("%s/abi%d", tc.mode, tc.abi), func(t *testing.T) {
-			k := Kernel{ABI: func() int { return tc.abi }}
+			// Each case stops before Landlock would restrict this test
+			// process (ABI 0, or a refusal first), so the policy's
+			// missing path is never read.
+			k := Kernel{ABI: func() int { return tc.abi }, SocketFilter: tc.filter}
 			rep, err := k.Confine(tc.mode, Policy{Read: []string{"/does/not/exist"}})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -372,11 +468,13 @@ func TestReportWarning(t *testing.T) {
 		rep  Report
 		want string
 	}{
-		{Report{Mode: BestEffort, ABI: 7}, ""},
-		{Report{Mode: BestEffort, ABI: 6}, ""},
-		{Report{Mode: BestEffort, ABI: 5}, "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (ABI 5) does not confine signals and abstract unix sockets (ABI 6, Linux 6.12)"},
-		{Report{Mode: BestEffort, ABI: 3}, "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (ABI 3) does not confine network (TCP connect and bind: ABI 4, Linux 6.7), signals and abstract unix sockets (ABI 6, Linux 6.12)"},
-		{Report{Mode: BestEffort, ABI: 0}, "helm-inject: HELM_INJECT_CONFINE=best-effort: this kernel's Landlock (not available) does not confine files (Landlock ABI 1, Linux 5.13), network (TCP connect and bind: ABI 4, Linux 6.7), signals and abstract unix sockets (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 7, SocketFilter: true}, ""},
+		{Report{Mode: BestEffort, ABI: 6, SocketFilter: true}, ""},
+		{Report{Mode: BestEffort, ABI: 5, SocketFilter: true}, "helm-inject: --confine=best-effort: this kernel (Landlock ABI 5) does not confine signals (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 3, SocketFilter: true}, "helm-inject: --confine=best-effort: this kernel (Landlock ABI 3) does not confine signals (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 3, SocketFilterErr: errors.New("EINVAL")}, "helm-inject: --confine=best-effort: this kernel (Landlock ABI 3) does not confine network (no seccomp socket filter: EINVAL), signals and abstract unix sockets (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 4, SocketFilterErr: errors.New("EINVAL")}, "helm-inject: --confine=best-effort: this kernel (Landlock ABI 4) does not confine signals and abstract unix sockets (ABI 6, Linux 6.12)"},
+		{Report{Mode: BestEffort, ABI: 0, SocketFilter: true}, "helm-inject: --confine=best-effort: this kernel (Landlock not available) does not confine files (Landlock ABI 1, Linux 5.13), signals (ABI 6, Linux 6.12)"},
 		{Report{Mode: Off, ABI: 0}, ""},
 	} {
 		if got := tc.rep.Warning(); got != tc.want {
@@ -385,14 +483,25 @@ func TestReportWarning(t *testing.T) {
 	}
 }
 
+func TestModeStricter(t *testing.T) {
+	for _, tc := range []struct{ a, b, want Mode }{
+		{Off, BestEffort, BestEffort}, {BestEffort, Off, BestEffort}, {Required, Off, Required},
+		{Off, Required, Required}, {BestEffort, Required, Required}, {Required, BestEffort, Required}, {Off, Off, Off},
+	} {
+		if got := tc.a.Stricter(tc.b); got != tc.want {
+			t.Errorf("%s.Stricter(%s) = %s, want %s", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
 func TestParseMode(t *testing.T) {
 	for in, want := range map[string]Mode{"": BestEffort, "best-effort": BestEffort, "required": Required, "off": Off, " off ": Off} {
-		if got, err := ParseMode(in); err != nil || got != want {
+		if got, err := ParseMode("--confine", in); err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"on", "true", "Required", "besteffort"} {
-		if _, err := ParseMode(in); err == nil || !strings.Contains(err.Error(), "say best-effort, required or off") {
+		if _, err := ParseMode("--confine", in); err == nil || !strings.Contains(err.Error(), `--confine="`+in+`": say best-effort, required or off`) {
 			t.Errorf("ParseMode(%q) = %v, want an error", in, err)
 		}
 	}
@@ -522,8 +631,14 @@ func TestPrivateParent(t *testing.T) {
 // restrict, so that what no rule grants is denied: the network from 4,
 // signals and abstract sockets from 6, and no more than 6 asks for.
 func TestConfigFor(t *testing.T) {
-	for abi := 1; abi <= 9; abi++ {
+	for abi := 1; abi <= 12; abi++ {
 		c := configFor(abi)
+		if got, want := c.HandledAccessFS&llsys.AccessFSResolveUnix != 0, abi >= 9; got != want {
+			t.Errorf("ABI %d: handles unix socket files: %v, want %v", abi, got, want)
+		}
+		if got, want := c.HandledAccessNet&llsys.AccessNetConnectSendUDP != 0, abi >= 10; got != want {
+			t.Errorf("ABI %d: handles UDP: %v, want %v", abi, got, want)
+		}
 		if got, want := c.HandledAccessNet != 0, abi >= 4; got != want {
 			t.Errorf("ABI %d: handles the network: %v, want %v", abi, got, want)
 		}
@@ -539,5 +654,35 @@ func TestConfigFor(t *testing.T) {
 		if c.HandledAccessFS&llsys.AccessFSReadFile == 0 {
 			t.Errorf("ABI %d: does not handle reading files", abi)
 		}
+	}
+}
+
+// TestRemoveStaleRenders: the render folders whose process is gone are
+// removed; a live process's folder, a folder whose name holds no process
+// and a file are kept.
+func TestRemoveStaleRenders(t *testing.T) {
+	parent := t.TempDir()
+	for _, d := range []string{"render-111-a", "render-222-b", "render-x-c", "other"} {
+		if err := os.MkdirAll(filepath.Join(parent, d, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(parent, "render-333-file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed := RemoveStaleRenders(parent, func(pid int) bool { return pid == 222 })
+	if len(removed) != 1 || removed[0] != "render-111-a" {
+		t.Errorf("removed %v, want [render-111-a]", removed)
+	}
+	entries, _ := os.ReadDir(parent)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"other", "render-222-b", "render-333-file", "render-x-c"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+	if !processAlive(os.Getpid()) {
+		t.Error("processAlive says this test's own process is gone")
 	}
 }

@@ -1,9 +1,12 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // PrivateParent is the folder, in the system's temporary folder, that
@@ -24,4 +27,48 @@ func PrivateParent() (string, error) {
 		return "", fmt.Errorf("%s is not a private folder of this user (a folder, mode 0700, owned by uid %d): remove it", dir, os.Getuid())
 	}
 	return dir, nil
+}
+
+// renderPrefix starts the name of a render's private folder; the process
+// ID that made it follows.
+const renderPrefix = "render-"
+
+// NewRenderFolder makes the private folder of one render in parent (from
+// PrivateParent), named for this process, after removing the folders of
+// renders whose process is gone: a render killed by Argo CD's timeout
+// (SIGKILL) never ran its cleanup, and its folder holds the injectors'
+// input, rendered Secrets included.
+func NewRenderFolder(parent string) (string, error) {
+	RemoveStaleRenders(parent, processAlive)
+	dir, err := os.MkdirTemp(parent, fmt.Sprintf("%s%d-", renderPrefix, os.Getpid()))
+	if err != nil {
+		return "", fmt.Errorf("creating the private folder of a confined render: %w", err)
+	}
+	return dir, nil
+}
+
+// RemoveStaleRenders removes the render folders in parent whose process
+// alive says is gone, and returns their names. A folder whose name holds
+// no process ID is left alone.
+func RemoveStaleRenders(parent string, alive func(pid int) bool) []string {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), renderPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || alive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(parent, e.Name())); err == nil || errors.Is(err, os.ErrNotExist) {
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed
 }

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestArgoGenerateOperatorBounds: the bounds are the operator's, on
+// plugin.yaml's command line: a tighter --max-files, --max-read-bytes or
+// --max-output-bytes refuses the webapp chart, which the defaults render,
+// with the application and the flag named and nothing on stdout.
+func TestArgoGenerateOperatorBounds(t *testing.T) {
+	appDir, env := argoApp(t)
+	generate := func(params string, args ...string) (string, string, error) {
+		cmd := exec.Command(os.Args[0], append([]string{"argocd", "generate", "--confine=off"}, args...)...)
+		cmd.Dir = appDir
+		cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir())
+		if params != "" {
+			cmd.Env = append(cmd.Env, "ARGOCD_APP_PARAMETERS="+params)
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	// a[1] makes a list of two slots.
+	const listParam = `[{"name":"set","map":{"a[1]":"x"}}]`
+	if out, stderr, err := generate(listParam); err != nil || !strings.Contains(out, "kind: Deployment") {
+		t.Fatalf("the defaults: %v\n%s", err, stderr)
+	}
+	for _, flag := range []string{"--max-files=5", "--max-read-bytes=2000", "--max-output-bytes=1000", "--max-list-slots=1"} {
+		name, _, _ := strings.Cut(flag, "=")
+		out, stderr, err := generate(listParam, flag)
+		if err == nil || out != "" || !strings.Contains(stderr, "application web: ") || !strings.Contains(stderr, name) {
+			t.Errorf("%s: %v, stdout %d bytes, stderr %q; want a refusal naming the application and %s", flag, err, len(out), stderr, name)
+		}
+	}
+}
