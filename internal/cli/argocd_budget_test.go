@@ -20,7 +20,7 @@ import (
 
 // TestArgoGenerateBudget: through argocd generate as Argo CD runs it, a
 // fresh process each, with nothing kernel-level to help
-// (HELM_INJECT_CONFINE=off), each bomb an application can commit fails
+// (the operator's --confine=off), each bomb an application can commit fails
 // its own render: a non-zero exit, nothing on stdout, stderr naming the
 // application and the bound passed, and a peak resident size far below a
 // 512 MiB sidecar; the next application, a normal one, still renders.
@@ -117,9 +117,9 @@ func TestArgoGenerateBudget(t *testing.T) {
 // runs it, unconfined, and returns its peak resident size in KiB.
 func argoGenerate(t *testing.T, app string, env []string) (stdout, stderr string, code int, rssKiB int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "argocd", "generate")
+	cmd := exec.Command(os.Args[0], "argocd", "generate", "--confine=off")
 	cmd.Dir = app
-	cmd.Env = append(append(os.Environ(), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir(), "HELM_INJECT_CONFINE=off"), env...)
+	cmd.Env = append(append(os.Environ(), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir()), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
