@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/helm-inject/helm-inject/inject"
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/reporoot"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -221,7 +222,7 @@ func TestAnnouncePackagedChart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "apps", "web", "web-0.1.0.tgz"), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ann, err := (&Request{Release: "web", SourcePath: "apps/web", Params: Params{Chart: "web-0.1.0.tgz"}}).Announce(filepath.Join(repo, "apps", "web"))
+	ann, err := (&Request{Release: "web", SourcePath: "apps/web", Params: Params{Chart: "web-0.1.0.tgz"}}).Announce(filepath.Join(repo, "apps", "web"), budget.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (r *Request) Prepare(appDir string, pol Policy) (*Rendering, error) {
 			return fail(err)
 		}
 	}
-	repo, appRel, err := r.openRepoBudget(appDir, b)
+	repo, appRel, err := r.openRepo(appDir, b)
 	if err != nil {
 		return fail(err)
 	}
@@ -207,14 +207,8 @@ func (p Policy) Confinement(repo string) confine.Policy {
 }
 
 // openRepo opens the repository appDir belongs to as one os.Root and
-// returns it with appDir's path inside it; its reads are charged to a
-// budget of the default limits.
-func (r *Request) openRepo(appDir string) (*repofs.Repo, string, error) {
-	return r.openRepoBudget(appDir, budget.New(budget.Limits{}))
-}
-
-// openRepoBudget is openRepo with the reads charged to b.
-func (r *Request) openRepoBudget(appDir string, b *budget.Budget) (*repofs.Repo, string, error) {
+// returns it with appDir's path inside it; its reads are charged to b.
+func (r *Request) openRepo(appDir string, b *budget.Budget) (*repofs.Repo, string, error) {
 	realRoot, err := r.repository(appDir)
 	if err != nil {
 		return nil, "", err

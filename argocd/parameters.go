@@ -11,6 +11,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
 	"github.com/helm-inject/helm-inject/chartify"
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/repofs"
 )
 
@@ -66,8 +67,8 @@ func StaticAnnouncements() []Announcement {
 // defaults of "set": Argo CD's UI saves an announced map as it is shown,
 // and every chart default would become a --set that beats the
 // application's values files.
-func (r *Request) Announce(appDir string) ([]Announcement, error) {
-	repo, appRel, err := r.openRepo(appDir)
+func (r *Request) Announce(appDir string, limits budget.Limits) ([]Announcement, error) {
+	repo, appRel, err := r.openRepo(appDir, budget.New(limits))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.app(), err)
 	}

@@ -692,12 +692,12 @@ func TestAnnounceBudget(t *testing.T) {
 			}
 		}
 	}
-	_, err := webRequest(Params{Chart: "../bomb"}).Announce(app)
+	_, err := webRequest(Params{Chart: "../bomb"}).Announce(app, budget.Limits{})
 	var e *budget.ExceededError
 	if !errors.As(err, &e) || e.Bound != budget.Files {
 		t.Errorf("Announce: %v; want the files bound", err)
 	}
-	if _, err := webRequest(Params{}).Announce(app); err != nil {
+	if _, err := webRequest(Params{}).Announce(app, budget.Limits{}); err != nil {
 		t.Errorf("Announce of a normal chart: %v", err)
 	}
 }

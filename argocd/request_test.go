@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/helm-inject/helm-inject/internal/budget"
 	"github.com/helm-inject/helm-inject/internal/confine"
 	"github.com/helm-inject/helm-inject/internal/testfs"
 )
@@ -216,7 +217,7 @@ list: [a, {b: 1}]
 		"apps/other/placeholder": "",
 	})
 	req := &Request{SourcePath: "apps/web", Params: Params{Chart: "../../charts/web"}}
-	ann, err := req.Announce(filepath.Join(repo, "apps", "web"))
+	ann, err := req.Announce(filepath.Join(repo, "apps", "web"), budget.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ list: [a, {b: 1}]
 	}
 	req.Release = "web"
 	req.Params.Chart = "../../../outside"
-	if _, err := req.Announce(filepath.Join(repo, "apps", "web")); err == nil || !strings.Contains(err.Error(), `application web: chart "../../../outside"`) {
+	if _, err := req.Announce(filepath.Join(repo, "apps", "web"), budget.Limits{}); err == nil || !strings.Contains(err.Error(), `application web: chart "../../../outside"`) {
 		t.Errorf("a chart outside the repository: %v", err)
 	}
 }

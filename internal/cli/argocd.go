@@ -65,16 +65,20 @@ func (commaList) Type() string { return "strings" }
 
 // addOperatorFlags adds the operator's policy flags to a plugin command:
 // plugin.yaml gives them, and no request to the cmp-server can change
-// them (argocd.Operator). generate also takes the injectors' settings.
-func addOperatorFlags(cmd *cobra.Command, op *argocd.Operator, injectors bool) {
+// them (argocd.Operator). generate and parameters, which read the
+// application's chart, take the bounds of what is read; generate also
+// those of the parameters and the output, and the injectors' settings.
+func addOperatorFlags(cmd *cobra.Command, op *argocd.Operator, bounds, injectors bool) {
 	f := cmd.Flags()
 	f.Int64Var(&op.MaxMemoryMiB, argocd.FlagMaxMemory, argocd.DefaultMaxMemoryMiB, "the memory ceiling, in MiB: how much more address space the command may map once it starts reading the application (RLIMIT_AS, inherited by the injectors); a render past it fails alone, not the sidecar; 0 for none")
 	f.StringVar(&op.Confine, argocd.FlagConfine, string(confine.BestEffort), "how the kernel confines the command and every program it starts: best-effort (the seccomp socket filter, and Landlock as far as the kernel goes, naming on stderr what it does not hold), required (refuse, printing nothing, where files cannot be confined or the socket filter cannot be installed) or off; "+confine.EnvMode+" may only make it stricter")
+	if bounds {
+		f.Int64Var(&op.Limits.Files, budget.Files.Flag(), budget.DefaultFiles, "the files and folders one render may open, each time it reaches one (after links, archive entries included)")
+		f.Int64Var(&op.Limits.Bytes, budget.Bytes.Flag(), budget.DefaultBytes, "the bytes one render may read and unpack in all: files, archives by their unpacked size (nested ones too), values, set-file files and the parameters")
+	}
 	if !injectors {
 		return
 	}
-	f.Int64Var(&op.Limits.Files, budget.Files.Flag(), budget.DefaultFiles, "the files and folders one render may open, each time it reaches one (after links, archive entries included)")
-	f.Int64Var(&op.Limits.Bytes, budget.Bytes.Flag(), budget.DefaultBytes, "the bytes one render may read and unpack in all: files, archives by their unpacked size (nested ones too), values, set-file files and the parameters")
 	f.Int64Var(&op.Limits.ListSlots, budget.ListSlots.Flag(), budget.DefaultListSlots, "the list slots the parameters' keys may make (n+1 for each [n])")
 	f.Int64Var(&op.Limits.OutputBytes, budget.OutputBytes.Flag(), budget.DefaultOutputBytes, "the bytes of manifests one render may print")
 	f.Var(commaList{&op.AllowedCommands}, argocd.FlagAllowedCommands, "the programs external injectors may run, comma separated (a name on PATH or an absolute path); none when not given; given again, the last counts. "+argocd.EnvAllowedCommands+" may only narrow it")
@@ -129,7 +133,7 @@ HELM_INJECT_ALLOWED_COMMANDS may only narrow --allowed-commands.`,
 			return err
 		},
 	}
-	addOperatorFlags(cmd, &op, true)
+	addOperatorFlags(cmd, &op, true, true)
 	return cmd
 }
 
@@ -249,7 +253,7 @@ It loads the application's chart, so it confines itself as generate does
 				return err
 			}
 			defer cleanup()
-			ann, err := req.Announce(appDir)
+			ann, err := req.Announce(appDir, pol.Limits)
 			if err != nil {
 				return err
 			}
@@ -258,7 +262,7 @@ It loads the application's chart, so it confines itself as generate does
 			return enc.Encode(ann)
 		},
 	}
-	addOperatorFlags(cmd, &op, false)
+	addOperatorFlags(cmd, &op, true, false)
 	return cmd
 }
 
@@ -303,7 +307,7 @@ only the application's folder.`,
 			return err
 		},
 	}
-	addOperatorFlags(cmd, &op, false)
+	addOperatorFlags(cmd, &op, false, false)
 	return cmd
 }
 

@@ -39,3 +39,30 @@ func TestArgoGenerateOperatorBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestArgoParametersOperatorBounds: argocd parameters, which loads the
+// application's chart for Argo CD's UI, reads under the operator's bounds
+// too: --max-files=5 and --max-read-bytes=2000 each refuse the webapp
+// chart, which the defaults load.
+func TestArgoParametersOperatorBounds(t *testing.T) {
+	appDir, env := argoApp(t)
+	parameters := func(args ...string) (string, string, error) {
+		cmd := exec.Command(os.Args[0], append([]string{"argocd", "parameters", "--confine=off"}, args...)...)
+		cmd.Dir = appDir
+		cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir())
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	if out, stderr, err := parameters(); err != nil || !strings.Contains(out, `"chart-values"`) {
+		t.Fatalf("the defaults: %v\n%s", err, stderr)
+	}
+	for _, flag := range []string{"--max-files=5", "--max-read-bytes=2000"} {
+		name, _, _ := strings.Cut(flag, "=")
+		out, stderr, err := parameters(flag)
+		if err == nil || out != "" || !strings.Contains(stderr, name) {
+			t.Errorf("%s: %v, stdout %q, stderr %q; want a refusal naming %s and nothing printed", flag, err, out, stderr, name)
+		}
+	}
+}
