@@ -11,7 +11,7 @@ import (
 )
 
 // TestPolicyConfinement: a confined generate reads its repository, the
-// operator's library, named-injectors file and HELM_INJECT_CONFINE_READ
+// operator's library, named-injectors file and --confine-read
 // folders, and executes the programs the operator allows by name and
 // those its named injectors run, as found on PATH (through links); a
 // program not on PATH is left out.

@@ -20,7 +20,7 @@ import (
 // (cmpserver/plugin/plugin.go: append(os.Environ(), environ(envEntries)...)),
 // and the last duplicate wins: whoever can reach the cmp-server's socket
 // could set any variable. A variable may only tighten the policy
-// (Tighten).
+// (Operator.Policy).
 type Operator struct {
 	// Confine is best-effort, required or off.
 	Confine         string
@@ -109,9 +109,4 @@ func cleanList(l []string) []string {
 		}
 	}
 	return out
-}
-
-// String is o as plugin.yaml's arguments, for messages.
-func (o Operator) String() string {
-	return fmt.Sprintf("--%s=%s --%s=%s", FlagConfine, o.Confine, FlagAllowedCommands, strings.Join(o.AllowedCommands, ","))
 }

@@ -155,7 +155,7 @@ func TestArgoCDConfinesInjectors(t *testing.T) {
 
 // TestArgoCDConfinedIstioctl: the real istioctl, as an operator's named
 // injector with its mesh config files in a folder the operator names in
-// HELM_INJECT_CONFINE_READ, injects under HELM_INJECT_CONFINE=required;
+// --confine-read, injects under --confine=required;
 // without that folder in the allowed set, it cannot read them and
 // generate fails, printing nothing.
 func TestArgoCDConfinedIstioctl(t *testing.T) {

@@ -109,13 +109,15 @@ memory; nothing is downloaded or fetched. Only objects go to stdout; on any
 error nothing is printed there and the exit code is not zero, so Argo CD
 never prunes an application because of a failed render.
 
-Before it reads anything of the application, generate confines itself and
-every injector it runs with Linux Landlock: they read only the repository,
-the operator's library and named-injectors file, the folders of
-HELM_INJECT_CONFINE_READ and a few system files; execute only the allowed
-injector programs; write only a private temporary folder; connect to and
-bind no TCP or UDP port; signal no process outside the render. A seccomp
-filter refuses every socket, unix sockets included, on any kernel.
+Before it reads anything of the application, generate sets its memory
+ceiling and confines itself and every injector it runs: a seccomp filter
+refuses every socket, unix sockets included, on any kernel; Linux
+Landlock lets them read only the repository, the operator's library and
+named-injectors file, the --confine-read files and a few system files;
+execute only the allowed injector programs; write only a private
+temporary folder; signal no process outside the render. One budget
+bounds what the render reads, unpacks and prints (--max-files,
+--max-read-bytes, --max-list-slots, --max-output-bytes).
 
 The plugin's operator gives the policy on this command line, in the
 sidecar's plugin.yaml: --confine, --allowed-commands, --confine-read,
@@ -193,20 +195,28 @@ func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel, op argocd.Operato
 	return out.Bytes(), nil
 }
 
-// confineApplication confines the process for generate's render of the
-// application req in appDir (see confineRender): its repository, and what
-// the operator's policy lets injectors read and run.
+// confineApplication sets the memory ceiling and confines the process for
+// a render of the application req in appDir (see confineRender): its
+// repository, and what the operator's policy lets injectors read and run.
+// Errors name the application, when it has a name yet (parameters runs
+// before it does).
 func confineApplication(kernel confine.Kernel, req *argocd.Request, appDir string, pol argocd.Policy, stderr io.Writer) (func(), error) {
 	repo, err := req.Repository(appDir)
 	if err != nil {
 		return nil, err
 	}
+	named := func(err error) error {
+		if req.Release == "" {
+			return err
+		}
+		return fmt.Errorf("application %s: %w", req.Release, err)
+	}
 	if err := confine.LimitMemory(pol.MaxMemory); err != nil {
-		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+		return nil, named(err)
 	}
 	cleanup, err := confineRender(kernel, pol.Mode, pol.Confinement(repo), stderr)
 	if err != nil {
-		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+		return nil, named(err)
 	}
 	return cleanup, nil
 }
@@ -241,14 +251,8 @@ It loads the application's chart, so it confines itself as generate does
 			if err != nil {
 				return err
 			}
-			repo, err := req.Repository(appDir)
-			if err != nil {
-				return err
-			}
-			if err := confine.LimitMemory(pol.MaxMemory); err != nil {
-				return err
-			}
-			cleanup, err := confineRender(kernel, pol.Mode, confine.Policy{Read: []string{repo}}, cmd.ErrOrStderr())
+			// Its policy has no injector: it reads the repository only.
+			cleanup, err := confineApplication(kernel, req, appDir, pol, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -33,12 +33,9 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
-// EnvMode is the operator's setting: best-effort, required or off.
+// EnvMode may make a command's --confine stricter, never laxer (a
+// request to Argo CD's cmp-server can set it).
 const EnvMode = "HELM_INJECT_CONFINE"
-
-// EnvRead names, separated by ":", more files and folders a confined
-// render may read (for example /etc/istio, istioctl's mesh config).
-const EnvRead = "HELM_INJECT_CONFINE_READ"
 
 // Mode says how much confinement the operator asks for.
 type Mode string
