@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,16 +13,8 @@ import (
 func TestArgoGenerateOperatorBounds(t *testing.T) {
 	appDir, env := argoApp(t)
 	generate := func(params string, args ...string) (string, string, error) {
-		cmd := exec.Command(os.Args[0], append([]string{"argocd", "generate", "--confine=off"}, args...)...)
-		cmd.Dir = appDir
-		cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir())
-		if params != "" {
-			cmd.Env = append(cmd.Env, "ARGOCD_APP_PARAMETERS="+params)
-		}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return out.String(), errb.String(), err
+		r := runChild(t, "helm-inject", appDir, append(slices.Clone(env), "ARGOCD_APP_PARAMETERS="+params), append([]string{"argocd", "generate", "--confine=off"}, args...)...)
+		return r.stdout, r.stderr, r.err
 	}
 	// a[1] makes a list of two slots.
 	const listParam = `[{"name":"set","map":{"a[1]":"x"}}]`
@@ -47,13 +37,8 @@ func TestArgoGenerateOperatorBounds(t *testing.T) {
 func TestArgoParametersOperatorBounds(t *testing.T) {
 	appDir, env := argoApp(t)
 	parameters := func(args ...string) (string, string, error) {
-		cmd := exec.Command(os.Args[0], append([]string{"argocd", "parameters", "--confine=off"}, args...)...)
-		cmd.Dir = appDir
-		cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir())
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return out.String(), errb.String(), err
+		r := runChild(t, "helm-inject", appDir, env, append([]string{"argocd", "parameters", "--confine=off"}, args...)...)
+		return r.stdout, r.stderr, r.err
 	}
 	if out, stderr, err := parameters(); err != nil || !strings.Contains(out, `"chart-values"`) {
 		t.Fatalf("the defaults: %v\n%s", err, stderr)

@@ -7,14 +7,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -117,17 +114,8 @@ func TestArgoGenerateBudget(t *testing.T) {
 // runs it, unconfined, and returns its peak resident size in KiB.
 func argoGenerate(t *testing.T, app string, env []string) (stdout, stderr string, code int, rssKiB int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "argocd", "generate", "--confine=off")
-	cmd.Dir = app
-	cmd.Env = append(append(os.Environ(), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir()), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode(), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	r := runChild(t, "helm-inject", app, env, "argocd", "generate", "--confine=off")
+	return r.stdout, r.stderr, r.code, r.rssKiB
 }
 
 // linkBomb makes levels 0 to n below dir: level 0 holds a file, each

@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -102,21 +99,8 @@ func TestArgoCDGenerateKustomizeFetchesNothing(t *testing.T) {
 // so that nothing but helm-inject's own construction stops a fetch.
 func argocdGenerateIn(t *testing.T, appDir string) (stdout, stderr string, code int) {
 	t.Helper()
-	env := append(os.Environ(), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir(),
-		"ARGOCD_APP_NAME=web", "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_SOURCE_PATH=apps/web", "KUBE_VERSION=1.31.4")
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Dir = appDir
-		cmd.Env = env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
-	}
 	// The operator's --confine=off: the kernel is not what stops a fetch.
-	return run("argocd", "generate", "--confine=off")
+	r := runChild(t, "helm-inject", appDir, []string{"ARGOCD_APP_NAME=web", "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_SOURCE_PATH=apps/web", "KUBE_VERSION=1.31.4"},
+		"argocd", "generate", "--confine=off")
+	return r.stdout, r.stderr, r.code
 }

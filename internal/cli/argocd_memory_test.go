@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/helm-inject/helm-inject/internal/testfs"
@@ -26,14 +22,10 @@ func TestRenderMemoryCeiling(t *testing.T) {
 	})
 	copyChart(t, filepath.Join(repo, "apps", "web"))
 	generate := func(app string, args ...string) (stdout, stderr string, err error, maxRSS int64) {
-		cmd := exec.Command(os.Args[0], append([]string{"argocd", "generate", "--confine=off"}, args...)...)
-		cmd.Dir = filepath.Join(repo, "apps", app)
-		cmd.Env = append(os.Environ(), cliChildEnv+"=helm-inject", "TMPDIR="+t.TempDir(),
-			"ARGOCD_APP_NAME="+app, "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_SOURCE_PATH=apps/"+app, "KUBE_VERSION=1.31.4")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err = cmd.Run()
-		return out.String(), errb.String(), err, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+		r := runChild(t, "helm-inject", filepath.Join(repo, "apps", app),
+			[]string{"ARGOCD_APP_NAME=" + app, "ARGOCD_APP_NAMESPACE=shop", "ARGOCD_APP_SOURCE_PATH=apps/" + app, "KUBE_VERSION=1.31.4"},
+			append([]string{"argocd", "generate", "--confine=off"}, args...)...)
+		return r.stdout, r.stderr, r.err, r.rssKiB << 10
 	}
 	const ceiling = 256 << 20
 	out, stderr, err, rss := generate("bomb", "--max-memory-mib=256")

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,14 +203,7 @@ func TestGenerateConfinesItself(t *testing.T) {
 func TestGenerateWithoutLandlock(t *testing.T) {
 	appDir, env := argoApp(t)
 	generate := func(extra []string, args ...string) result {
-		cmd := exec.Command(os.Args[0], append([]string{"argocd", "generate"}, args...)...)
-		cmd.Dir = appDir
-		cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject-no-landlock", "TMPDIR="+t.TempDir())
-		cmd.Env = append(cmd.Env, extra...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return result{out.String(), errb.String(), err}
+		return runChild(t, "helm-inject-no-landlock", appDir, append(slices.Clone(env), extra...), append([]string{"argocd", "generate"}, args...)...)
 	}
 
 	r := generate(nil, "--confine=best-effort")
@@ -237,10 +231,34 @@ func TestGenerateWithoutLandlock(t *testing.T) {
 	}
 }
 
-// result is what a helm-inject process printed and how it ended.
+// result is what a helm-inject process printed, how it ended (err is
+// the exit's, code its status) and its peak resident size.
 type result struct {
 	stdout, stderr string
 	err            error
+	code           int
+	rssKiB         int64
+}
+
+// runChild runs the test binary as child (cliChildEnv: "helm-inject", or
+// "helm-inject-no-landlock") with args in dir, with the test's own
+// environment, a fresh TMPDIR and env after them, a fresh process as Argo
+// CD runs each plugin command. A process that cannot be started fails
+// the test.
+func runChild(t *testing.T, child, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), cliChildEnv+"="+child, "TMPDIR="+t.TempDir()), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), err: err,
+		code: cmd.ProcessState.ExitCode(), rssKiB: cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss}
 }
 
 // BenchmarkArgoCDGenerate runs argocd generate on the webapp chart, a
@@ -481,14 +499,7 @@ func TestParametersAndDiscoverConfineThemselves(t *testing.T) {
 	appDir, env := argoApp(t)
 	for _, verb := range []string{"parameters", "discover"} {
 		run := func(extra []string, args ...string) result {
-			cmd := exec.Command(os.Args[0], append([]string{"argocd", verb}, args...)...)
-			cmd.Dir = appDir
-			cmd.Env = append(append(os.Environ(), env...), cliChildEnv+"=helm-inject-no-landlock", "TMPDIR="+t.TempDir())
-			cmd.Env = append(cmd.Env, extra...)
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			err := cmd.Run()
-			return result{out.String(), errb.String(), err}
+			return runChild(t, "helm-inject-no-landlock", appDir, append(slices.Clone(env), extra...), append([]string{"argocd", verb}, args...)...)
 		}
 		r := run(nil, "--confine=best-effort")
 		if r.err != nil || !strings.HasPrefix(r.stderr, "helm-inject: --confine=best-effort: this kernel (Landlock not available) does not confine files") {
