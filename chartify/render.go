@@ -156,8 +156,12 @@ func Render(ch *chart.Chart, vals map[string]any, o RenderOptions) (*Rendered, e
 // each stably sorted by Helm's install order of kinds), but reads each
 // document once, with our own parser and on every CPU, instead of once more
 // with sigs.k8s.io/yaml: that second parse was a third of every render.
-// TestSortRenderedMatchesHelm holds it to Helm's result. Documents of the
-// kinds keep accepts keep their parse (see RenderOptions.KeepTree).
+// A document that is valid YAML but no Kubernetes object is kept, marked
+// NotResource, where Helm sorts it (its kind, often "", unknown to the
+// install order): `helm template` prints it, and apply and diff refuse
+// it as `helm install` does. TestSortRenderedMatchesHelm holds it to
+// Helm's result. Resources of the kinds keep accepts keep their parse
+// (see RenderOptions.KeepTree).
 func sortRendered(files map[string]string, keep func(kind string) bool) ([]manifest.Document, error) {
 	type part struct{ source, content, trailer string }
 	var parts []part
@@ -171,11 +175,11 @@ func sortRendered(files map[string]string, keep func(kind string) bool) ([]manif
 	}
 	docs := make([]manifest.Document, len(parts))
 	err := parallel.For(len(parts), func(i int) error {
-		d, err := manifest.ParseTree(parts[i].source, parts[i].content)
+		d, err := manifest.ParseRendered(parts[i].source, parts[i].content)
 		if err != nil {
 			return fmt.Errorf("rendered template %s: %w", parts[i].source, err)
 		}
-		if keep == nil || !keep(d.ID.Kind) {
+		if keep == nil || d.NotResource != "" || !keep(d.ID.Kind) {
 			d = d.WithoutTree()
 		}
 		d.Trailer = parts[i].trailer

@@ -30,6 +30,17 @@ func TestSortRenderedMatchesHelm(t *testing.T) {
 		"webapp": renderFiles(t, webapp),
 		"api":    renderFiles(t, "../fixtures/charts/api"),
 		"bench":  renderFiles(t, bench),
+		// Helm's own test chart whose templates print values: two
+		// documents that are no Kubernetes objects.
+		"issue-9027": renderFiles(t, filepath.Join(helmModuleDir(t), "pkg", "cmd", "testdata", "testcharts", "issue-9027")),
+		// Documents that are no objects sort by the kind they name, ""
+		// when none: after the known kinds, first of the unknown ones.
+		"not resources": {
+			"n/templates/a.yaml":     "apiVersion: x/v1\nkind: Alpha\nmetadata:\n  name: a\n---\nglobal:\n  x: 1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+			"n/templates/b.yaml":     "kind: Service\nmetadata:\n  name: no-api-version\n---\napiVersion: v1\nkind: Secret\ndata: {}\n---\n~\n",
+			"n/templates/c.yaml":     "apiVersion: v1\nmetadata:\n  name: no-kind\n---\n{}\n",
+			"n/templates/hooks.yaml": "metadata:\n  name: hook-without-kind\n  annotations:\n    helm.sh/hook: pre-install\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: pre-install\n",
+		},
 		"crafted": {
 			"c/templates/b.yaml":         "apiVersion: v1\nkind: Service\nmetadata:\n  name: s1\n---\napiVersion: x/v1\nkind: Zeta\nmetadata:\n  name: z\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n",
 			"c/templates/a.yaml":         "apiVersion: x/v1\nkind: Alpha\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm1\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n",

@@ -58,8 +58,11 @@ func (p *Pipeline) Run(ctx context.Context, docs []manifest.Document, env Env) (
 	var selected []manifest.Document
 	for i, d := range docs {
 		// A document of comments only has nothing to inject into, and an
-		// injector might not give it back.
-		if d.Empty() || d.Hook != "" && (p.SkipHooks || (p.SkipTests && d.IsTestHook())) {
+		// injector might not give it back. One that is no Kubernetes
+		// object (NotResource) is not handed to injectors either: it
+		// stays as it is, where it is, for template to print and apply
+		// to refuse.
+		if d.Empty() || d.NotResource != "" || d.Hook != "" && (p.SkipHooks || (p.SkipTests && d.IsTestHook())) {
 			continue
 		}
 		idx = append(idx, i)

@@ -68,6 +68,15 @@ type Document struct {
 	// Hook is the value of the helm.sh/hook annotation, empty for a plain
 	// manifest.
 	Hook string
+	// NotResource, when set, says in Helm's words why the document,
+	// valid YAML, is no object Helm could create: kubectl's validation's
+	// "error validating data: apiVersion not set" (or "kind not set", or
+	// both: "[apiVersion not set, kind not set]"), or "resource name may
+	// not be empty" for one that has both but no metadata.name. Helm's
+	// render keeps such a document where its kind sorts it, `helm
+	// template` prints it, and `helm install` refuses it. ID holds what
+	// the document does name. Only ParseRendered keeps one.
+	NotResource string
 
 	// tree is Content parsed, kept by ParseTree for the first Tree (see
 	// there).
@@ -83,10 +92,11 @@ type keptTree struct {
 }
 
 // Equal reports whether two documents have the same source, content,
-// trailer, identity and hook; a parse kept for Tree is no part of a
-// document's value. (go-cmp compares documents with it.)
+// trailer, identity, hook and NotResource; a parse kept for Tree is no
+// part of a document's value. (go-cmp compares documents with it.)
 func (d Document) Equal(o Document) bool {
-	return d.Source == o.Source && d.Content == o.Content && d.Trailer == o.Trailer && d.ID == o.ID && d.Hook == o.Hook
+	return d.Source == o.Source && d.Content == o.Content && d.Trailer == o.Trailer && d.ID == o.ID && d.Hook == o.Hook &&
+		d.NotResource == o.NotResource
 }
 
 // Tree returns Content parsed into a YAML document node that the caller
@@ -113,17 +123,38 @@ func (d Document) Tree() (*yaml.Node, error) {
 		return root, nil
 	}
 	root := &yaml.Node{}
-	if err := yaml.Unmarshal([]byte(d.Content), root); err != nil {
+	if err := yaml.Unmarshal(d.YAML(), root); err != nil {
 		return nil, err
 	}
 	return root, nil
 }
 
-// Empty reports whether the document holds only comments: a template whose
-// resources are switched off but which keeps a comment renders to one.
+// YAML is the document as a YAML parser reads it in a manifest stream,
+// where Helm's client reads it: Content ending its last line. Content
+// holds no line break after its last line, and a block scalar that ends
+// the document ("args: [|, echo hi]") keeps its final line break only
+// when that line ends: parsed without it, "echo hi\n" would read (and an
+// injector would write back) "echo hi".
+func (d Document) YAML() []byte { return lineEnded(d.Content) }
+
+// lineEnded is s with a line break at its end.
+func lineEnded(s string) []byte {
+	if strings.HasSuffix(s, "\n") {
+		return []byte(s)
+	}
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	b[len(s)] = '\n'
+	return b
+}
+
+// Empty reports whether the document holds no object: only comments (a
+// template whose resources are switched off but which keeps a comment
+// renders to one), or a YAML null ("~"), which Helm's client skips.
 // Helm keeps such documents in a release's manifest and creates nothing
-// for them; they have no ID.
-func (d Document) Empty() bool { return d.ID == ID{} }
+// for them; they have no ID. A document that is NotResource is not
+// Empty: Helm refuses to install it.
+func (d Document) Empty() bool { return d.ID == ID{} && d.NotResource == "" }
 
 // IsTestHook reports whether the document is a `helm test` hook.
 func (d Document) IsTestHook() bool {
@@ -249,11 +280,12 @@ type head struct {
 }
 
 // ErrNotResource is returned by Parse for a document that is valid YAML but
-// not a Kubernetes resource.
+// not a Kubernetes resource (one that ParseRendered keeps, NotResource).
 var ErrNotResource = errors.New("not a Kubernetes resource")
 
 // Parse reads a document's identity and hook annotation. content must hold a
-// single YAML document, or only comments (an Empty document).
+// single YAML document that is a resource, or no object (an Empty
+// document).
 func Parse(source, content string) (Document, error) {
 	d, err := ParseTree(source, content)
 	return d.WithoutTree(), err
@@ -268,6 +300,24 @@ func (d Document) WithoutTree() Document {
 
 // ParseTree is Parse, and keeps the parse for the document's Tree.
 func ParseTree(source, content string) (Document, error) {
+	d, err := ParseRendered(source, content)
+	switch {
+	case err != nil:
+		return Document{}, err
+	case d.NotResource != "" && d.ID.APIVersion != "" && d.ID.Kind != "":
+		return Document{}, fmt.Errorf("%w: %s %s: %s", ErrNotResource, d.ID.APIVersion, d.ID.Kind, d.NotResource)
+	case d.NotResource != "":
+		return Document{}, fmt.Errorf("%w: %s", ErrNotResource, d.NotResource)
+	}
+	return d, nil
+}
+
+// ParseRendered is ParseTree for a document of a chart's render: one that
+// is valid YAML but no object Helm could create (no apiVersion, no kind,
+// no metadata.name) is kept as Helm's render keeps it, marked by
+// NotResource, with its parse; what is not YAML, or is a YAML scalar or
+// sequence (which Helm's render refuses too), is still an error.
+func ParseRendered(source, content string) (Document, error) {
 	if onlyComments(content) {
 		return Document{Source: source, Content: content}, nil
 	}
@@ -279,7 +329,8 @@ func ParseTree(source, content string) (Document, error) {
 	root, ok := parseBlock(content)
 	if !ok {
 		root = &yaml.Node{}
-		if err := yaml.Unmarshal([]byte(content), root); err != nil {
+		// With its line end, as Tree parses it (see YAML).
+		if err := yaml.Unmarshal(lineEnded(content), root); err != nil {
 			return Document{}, fmt.Errorf("invalid YAML: %w", err)
 		}
 	}
@@ -298,20 +349,78 @@ func ParseTree(source, content string) (Document, error) {
 		}
 	}
 	switch {
-	case h.APIVersion == "":
-		return Document{}, fmt.Errorf("%w: apiVersion is missing", ErrNotResource)
-	case h.Kind == "":
-		return Document{}, fmt.Errorf("%w: kind is missing", ErrNotResource)
-	case h.Metadata.Name == "":
-		return Document{}, fmt.Errorf("%w: metadata.name is missing in %s %s", ErrNotResource, h.APIVersion, h.Kind)
+	case len(root.Content) == 0, root.Content[0].Kind == yaml.MappingNode:
+		// A mapping; or no node at all, which only text in another
+		// encoding than UTF-8 gives (a byte order mark and nothing
+		// else), and Helm's client cannot create: no object either.
+	case isNull(root.Content[0], content):
+		// Helm's client skips a null document as it skips comments.
+		return Document{Source: source, Content: content}, nil
+	default:
+		// A scalar with the non-specific tag "!" decodes into the
+		// head; Helm's render reads a string, and refuses it.
+		return Document{}, errors.New("invalid YAML: a string where a mapping was expected")
 	}
 	return Document{
-		Source:  source,
-		Content: content,
-		ID:      ID{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name},
-		Hook:    h.Metadata.Annotations["helm.sh/hook"],
-		tree:    &keptTree{root: root, of: content},
+		Source:      source,
+		Content:     content,
+		ID:          ID{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name},
+		Hook:        h.Metadata.Annotations["helm.sh/hook"],
+		NotResource: notResource(h),
+		tree:        &keptTree{root: root, of: content},
 	}, nil
+}
+
+// notResource is why Helm's install refuses a document of head h, in its
+// words, or "" for a resource: first what kubectl's validation finds
+// unset (listed as it lists them), then an empty name, which the API
+// server refuses. An empty string counts as unset.
+func notResource(h head) string {
+	var unset []string
+	if h.APIVersion == "" {
+		unset = append(unset, "apiVersion not set")
+	}
+	if h.Kind == "" {
+		unset = append(unset, "kind not set")
+	}
+	switch {
+	case len(unset) == 1:
+		return "error validating data: " + unset[0]
+	case len(unset) > 1:
+		return "error validating data: [" + strings.Join(unset, ", ") + "]"
+	case h.Metadata.Name == "":
+		return "resource name may not be empty"
+	}
+	return ""
+}
+
+// isNull reports whether n, the top node of a document of content, is a
+// YAML null ("~", "null", "!!null", nothing but an anchor): what Helm's
+// client skips. yaml.v3 resolves a scalar with the non-specific tag "!"
+// ("! ~") as if it had none; Helm reads a string there, so a tag in the
+// document (whose only node is this one) makes it no null.
+func isNull(n *yaml.Node, content string) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!null" {
+		return false
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		return true // "!!null"
+	}
+	for content != "" {
+		line := content
+		if i := strings.IndexAny(content, "\n\r"); i >= 0 {
+			line, content = content[:i], content[i+1:]
+		} else {
+			content = ""
+		}
+		line, _, _ = strings.Cut(line, "#")
+		for _, token := range strings.Fields(line) {
+			if strings.HasPrefix(token, "!") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Known parses documents, taking the parse of an already parsed document
@@ -334,7 +443,7 @@ func NewKnown(docs []Document) Known {
 // Parse is Parse(source, content), from a known document of the same
 // content when there is one.
 func (k Known) Parse(source, content string) (Document, error) {
-	if d, ok := k[content]; ok {
+	if d, ok := k[content]; ok && d.NotResource == "" {
 		d.Source = source
 		return d, nil
 	}
@@ -350,11 +459,17 @@ func mayHoldMarker(s string) bool {
 
 // onlyComments reports whether every line of s is blank or a comment.
 func onlyComments(s string) bool {
-	for line := range strings.Lines(s) {
-		line = strings.TrimLeft(line, " \t")
-		if line != "" && line[0] != '#' && line[0] != '\n' && line[0] != '\r' {
+	// A lone "\r" ends a line in YAML too.
+	for s != "" {
+		s = strings.TrimLeft(s, " \t")
+		if s != "" && s[0] != '#' && s[0] != '\n' && s[0] != '\r' {
 			return false
 		}
+		i := strings.IndexAny(s, "\n\r")
+		if i < 0 {
+			break
+		}
+		s = s[i+1:]
 	}
 	return true
 }

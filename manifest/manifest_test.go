@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // helmSplit is Helm's own splitter, in document order.
@@ -74,8 +76,28 @@ func FuzzSplit(f *testing.F) {
 		}
 		for _, d := range docs {
 			// Parse must never panic. What it accepts is a resource with
-			// a full identity, or a document of comments only (kept, and
-			// Empty, so nothing is created from it), its content intact.
+			// a full identity, or a document that holds no object:
+			// comments only, or a YAML null, which Helm's client skips
+			// (kept, and Empty, so nothing is created from it), its
+			// content intact.
+			// What ParseRendered takes beyond comments, Helm's render
+			// takes too (unless Helm's YAML library, sigs.k8s.io/yaml,
+			// cannot read the text: the two libraries part ways on
+			// control bytes and the like, which this does not hold), and
+			// sorts by the same kind. (A document that Helm would split
+			// again, "---:" after a "---" line, is no document of a file;
+			// a template renders UTF-8, not UTF-16.)
+			rendered, err := ParseRendered("c/templates/x.yaml", d)
+			_, jsonErr := sigsyaml.YAMLToJSON([]byte(d))
+			if again := helmSplit(d); err == nil && jsonErr == nil && !onlyComments(d) && utf8.ValidString(d) && len(again) == 1 && again[0] == d {
+				_, helmManifests, helmErr := releaseutil.SortManifests(map[string]string{"c/templates/x.yaml": d}, nil, releaseutil.InstallOrder)
+				if helmErr != nil {
+					t.Fatalf("ParseRendered(%q) took it; Helm's render refuses it: %v", d, helmErr)
+				}
+				if len(helmManifests) == 1 && helmManifests[0].Head.Kind != rendered.ID.Kind {
+					t.Fatalf("ParseRendered(%q) reads kind %q, Helm's render %q", d, rendered.ID.Kind, helmManifests[0].Head.Kind)
+				}
+			}
 			doc, err := Parse("x", d)
 			if err != nil {
 				continue
@@ -84,7 +106,7 @@ func FuzzSplit(f *testing.F) {
 				t.Fatalf("Parse(%q) changed the content to %q", d, doc.Content)
 			}
 			complete := doc.ID.Kind != "" && doc.ID.Name != "" && doc.ID.APIVersion != ""
-			if !complete && !(doc.Empty() && onlyComments(d)) {
+			if !complete && !(doc.Empty() && (onlyComments(d) || helmReadsNull(d))) {
 				t.Fatalf("Parse(%q) accepted a document that is neither a resource nor comments only: %+v", d, doc.ID)
 			}
 		}
@@ -101,12 +123,15 @@ func TestParse(t *testing.T) {
 		{"namespaced", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns", ID{"v1", "ConfigMap", "ns", "a"}, "", ""},
 		{"hook", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test", ID{"v1", "Pod", "", "t"}, "test", ""},
 		{"comments first", "# Source: x\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s", ID{"v1", "Secret", "", "s"}, "", ""},
-		{"no kind", "apiVersion: v1\nmetadata:\n  name: a", ID{}, "", "kind is missing"},
-		{"no name", "apiVersion: v1\nkind: ConfigMap", ID{}, "", "metadata.name is missing"},
+		{"no kind", "apiVersion: v1\nmetadata:\n  name: a", ID{}, "", "not a Kubernetes resource: error validating data: kind not set"},
+		{"no name", "apiVersion: v1\nkind: ConfigMap", ID{}, "", "not a Kubernetes resource: v1 ConfigMap: resource name may not be empty"},
+		{"null", "~", ID{}, "", ""},
 		{"not YAML", "kind: [", ID{}, "", "invalid YAML"},
 		{"only comments", "# switched off\n  # indented\n\n#", ID{}, "", ""},
 		{"empty", "", ID{}, "", ""},
-		{"comment and a mapping", "# a\nb: c", ID{}, "", "apiVersion is missing"},
+		{"comment and a mapping", "# a\nb: c", ID{}, "", "error validating data: [apiVersion not set, kind not set]"},
+		{"a sequence", "- a\n- b", ID{}, "", "invalid YAML"},
+		{"a scalar", "just text", ID{}, "", "invalid YAML"},
 		{"document start marker", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n--- {b: c}", ID{}, "", "more than one document"},
 		{"marker-like text", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  annotations:\n    x: |\n      ---\n      ...", ID{"v1", "A", "", "a"}, "", ""},
 		{"two documents merged", "apiVersion: v1\nkind: A\nmetadata:\n  name: a\napiVersion: v1\nkind: B\nmetadata:\n  name: b", ID{}, "", "invalid YAML"},

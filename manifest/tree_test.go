@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -125,14 +126,21 @@ func TestDocumentEqual(t *testing.T) {
 	if !base.Equal(base.WithoutTree()) {
 		t.Error("a document without its kept parse is not equal to itself")
 	}
-	for name, change := range map[string]func(*Document){
-		"Source":    func(d *Document) { d.Source = "u.yaml" },
-		"Content":   func(d *Document) { d.Content += "\n" },
-		"Trailer":   func(d *Document) { d.Trailer = "\n" },
-		"ID":        func(d *Document) { d.ID.Namespace = "shop" },
-		"Hook":      func(d *Document) { d.Hook = "test" },
-		"ID's name": func(d *Document) { d.ID.Name = "other" },
-	} {
+	changes := map[string]func(*Document){
+		"Source":      func(d *Document) { d.Source = "u.yaml" },
+		"Content":     func(d *Document) { d.Content += "\n" },
+		"Trailer":     func(d *Document) { d.Trailer = "\n" },
+		"ID":          func(d *Document) { d.ID.Namespace = "shop" },
+		"Hook":        func(d *Document) { d.Hook = "test" },
+		"ID's name":   func(d *Document) { d.ID.Name = "other" },
+		"NotResource": func(d *Document) { d.NotResource = "resource name may not be empty" },
+	}
+	for i := range reflect.TypeFor[Document]().NumField() {
+		if f := reflect.TypeFor[Document]().Field(i); f.IsExported() && changes[f.Name] == nil {
+			t.Errorf("no case changes Document.%s: is it in Equal?", f.Name)
+		}
+	}
+	for name, change := range changes {
 		other := base
 		change(&other)
 		if base.Equal(other) {

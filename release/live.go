@@ -194,7 +194,7 @@ func (l *Live) Run(ctx context.Context, c liveClients, rel *release.Release) (*L
 // reads its pods.
 func (l *Live) object(ctx context.Context, c liveClients, rel *release.Release, d manifest.Document, st *LiveState) error {
 	var desired map[string]any
-	if err := yaml.Unmarshal([]byte(d.Content), &desired); err != nil {
+	if err := yaml.Unmarshal(d.YAML(), &desired); err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: desired}

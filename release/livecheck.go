@@ -87,7 +87,7 @@ func checkLive(ctx context.Context, c liveClients, docs []manifest.Document, rel
 // read fetches o's live object and records how it drifted (o.drift stays
 // nil when it matches).
 func (o *liveObject) read(ctx context.Context, c liveClients, rel *release.Release) error {
-	if err := yaml.Unmarshal([]byte(o.doc.Content), &o.desired); err != nil {
+	if err := yaml.Unmarshal(o.doc.YAML(), &o.desired); err != nil {
 		return err
 	}
 	withOwnership(o.desired, rel.Name, rel.Namespace)

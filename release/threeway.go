@@ -85,7 +85,7 @@ func threeWay(ctx context.Context, c liveClients, p *plan, recorded []manifest.D
 // manifest; and what the cluster added that an apply would keep.
 func liveSide(ctx context.Context, c liveClients, d manifest.Document, ns string) (*manifest.Document, manifest.Document, []string, error) {
 	var desired map[string]any
-	if err := yaml.Unmarshal([]byte(d.Content), &desired); err != nil {
+	if err := yaml.Unmarshal(d.YAML(), &desired); err != nil {
 		return nil, d, nil, err
 	}
 	// The API server folds a Secret's stringData into data and drops it;

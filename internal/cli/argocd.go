@@ -179,6 +179,13 @@ func argocdGenerate(cmd *cobra.Command, kernel confine.Kernel, op argocd.Operato
 	if err != nil {
 		return nil, fmt.Errorf("application %s: %w", req.Release, err)
 	}
+	// Argo CD cannot read a document without apiVersion or kind (its
+	// manifest generation fails, naming no template), nor sync one
+	// without a name: refused here as helm's install refuses them,
+	// naming the template.
+	if err := release.CheckObjects(in.Release, in.Template.Namespace, r.Documents, false); err != nil {
+		return nil, fmt.Errorf("application %s: %w", req.Release, err)
+	}
 	var out bytes.Buffer
 	if err := release.WriteManifests(&out, r, in.Print); err != nil {
 		return nil, err
