@@ -84,7 +84,11 @@ func PackageChart(tc *chart.Chart, o PackageOptions) (*chart.Chart, error) {
 	pc := &chart.Chart{Metadata: &md}
 	// The templates hold the values already; defaults would only be
 	// shown by `helm get values --all` and refused by the schema.
-	pc.Schema = valuesSchema(md.Name, md.Version, o.Release, o.Namespace)
+	var subcharts []string
+	for _, sub := range tc.Dependencies() {
+		subcharts = append(subcharts, sub.Name())
+	}
+	pc.Schema = valuesSchema(md.Name, md.Version, o.Release, o.Namespace, subcharts)
 	for _, f := range tc.Templates {
 		if f.Name == GuardTemplate {
 			return nil, fmt.Errorf("chart %s: its template %s has the name of helm-inject's guard template; rename it", o.Source.Name(), GuardTemplate)
@@ -93,6 +97,11 @@ func PackageChart(tc *chart.Chart, o PackageOptions) (*chart.Chart, error) {
 	pc.Templates = append(slices.Clone(tc.Templates), &common.File{Name: GuardTemplate, Data: []byte(guardTemplate(o.Release, o.Namespace))})
 	slices.SortFunc(pc.Templates, func(a, b *common.File) int { return strings.Compare(a.Name, b.Name) })
 	pc.Files = slices.Clone(tc.Files)
+	// Subcharts hold their own rendered templates (BuildTempChart); they
+	// are copied, so that tc's keep their parent.
+	for _, sub := range tc.Dependencies() {
+		pc.AddDependency(copyTree(sub))
+	}
 
 	if o.Version != "" {
 		if _, err := semver.StrictNewVersion(o.Version); err != nil {
@@ -109,7 +118,7 @@ func PackageChart(tc *chart.Chart, o PackageOptions) (*chart.Chart, error) {
 		md.Version = DefaultPackageVersion(o.Source.Metadata.Version, b)
 	}
 	// The schema's message names the version.
-	pc.Schema = valuesSchema(md.Name, md.Version, o.Release, o.Namespace)
+	pc.Schema = valuesSchema(md.Name, md.Version, o.Release, o.Namespace, subcharts)
 	if err := pc.Validate(); err != nil {
 		return nil, fmt.Errorf("packaged chart %s: %w", md.Name, err)
 	}
@@ -132,15 +141,28 @@ func DefaultPackageVersion(sourceVersion string, archive []byte) string {
 }
 
 // valuesSchema refuses every value: the schema's only allowed property
-// name is a message, which helm prints when a value is set.
-func valuesSchema(name, version, release, namespace string) []byte {
+// name is a message, which helm prints when a value is set. Helm's
+// coalescing gives each subchart a key of its own (an object holding at
+// most "global"): those keys are allowed, and refuse any value under
+// them with the same message.
+func valuesSchema(name, version, release, namespace string, subcharts []string) []byte {
 	msg := fmt.Sprintf("chart %s %s was rendered by helm-inject for release %s in namespace %s with its values baked in; it takes no values: "+
 		"run helm-inject package again with the values you want", name, version, release, namespace)
-	b, _ := json.MarshalIndent(map[string]any{
+	props := map[string]any{}
+	for _, sub := range subcharts {
+		props[sub] = map[string]any{
+			"type":          "object",
+			"propertyNames": map[string]any{"enum": []string{msg, "global"}},
+			"properties":    map[string]any{"global": map[string]any{"type": "object", "propertyNames": map[string]any{"const": msg}}},
+		}
+	}
+	schema := map[string]any{
 		"$comment":      "written by helm-inject package: this chart's templates hold its values already",
 		"type":          "object",
-		"propertyNames": map[string]any{"const": msg},
-	}, "", "  ")
+		"propertyNames": map[string]any{"enum": append([]string{msg}, subcharts...)},
+		"properties":    props,
+	}
+	b, _ := json.MarshalIndent(schema, "", "  ")
 	return append(b, '\n')
 }
 
@@ -267,7 +289,19 @@ func archiveTime(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// dateFiles is a shallow copy of ch whose files all carry t.
+// copyTree is a copy of ch and its subcharts, each chart struct new (so
+// that each has its own parent), their files shared.
+func copyTree(ch *chart.Chart) *chart.Chart {
+	c := *ch
+	deps := make([]*chart.Chart, len(ch.Dependencies()))
+	for i, sub := range ch.Dependencies() {
+		deps[i] = copyTree(sub)
+	}
+	c.SetDependencies(deps...)
+	return &c
+}
+
+// dateFiles is a copy of ch whose files, and its subcharts', all carry t.
 func dateFiles(ch *chart.Chart, t time.Time) *chart.Chart {
 	c := *ch
 	c.ModTime, c.SchemaModTime = t, t
@@ -281,5 +315,10 @@ func dateFiles(ch *chart.Chart, t time.Time) *chart.Chart {
 		return out
 	}
 	c.Raw, c.Templates, c.Files = date(ch.Raw), date(ch.Templates), date(ch.Files)
+	deps := make([]*chart.Chart, len(ch.Dependencies()))
+	for i, sub := range ch.Dependencies() {
+		deps[i] = dateFiles(sub, t)
+	}
+	c.SetDependencies(deps...)
 	return &c
 }

@@ -164,6 +164,8 @@ func TestPackagedChartInstallsOnlyAsItsRelease(t *testing.T) {
 		{"another namespace", "shop", "dev", nil, []string{"install it as release shop in namespace prod", "this is release shop in namespace dev"}},
 		{"a value", "shop", "prod", map[string]any{"greeting": "hi"}, []string{"invalid propertyName 'greeting'", "values baked in", "run helm-inject package again"}},
 		{"an empty map", "shop", "prod", map[string]any{"image": map[string]any{}}, []string{"invalid propertyName 'image'"}},
+		{"a subchart's value", "shop", "prod", map[string]any{"cache": map[string]any{"replicas": 2}}, []string{"invalid propertyName 'replicas'", "values baked in"}},
+		{"a global", "shop", "prod", map[string]any{"global": map[string]any{"x": 1}}, []string{"values baked in"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Render(pc, tt.vals, RenderOptions{ReleaseName: tt.release, Namespace: tt.namespace, Revision: 1})
@@ -226,7 +228,7 @@ func TestDefaultVersionNamesTheContent(t *testing.T) {
 	md.Version = "1.4.2"
 	withSource.Metadata = &md
 	// The schema names the version it was written for.
-	withSource.Schema = valuesSchema("webapp", "1.4.2", "shop", "prod")
+	withSource.Schema = valuesSchema("webapp", "1.4.2", "shop", "prod", []string{"cache"})
 	sum := sha256.Sum256(archiveOf(t, &withSource, time.Time{}))
 	if want := "1.4.2+inject." + hex.EncodeToString(sum[:])[:12]; pc.Metadata.Version != want {
 		t.Errorf("version %s, want %s", pc.Metadata.Version, want)

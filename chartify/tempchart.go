@@ -79,13 +79,15 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 		}
 	}
 
-	// One template file per source template, documents in their order,
-	// each followed by the white space Helm kept after it (its Trailer),
-	// so that Helm renders them back to the same bytes (templateFile).
+	// One template file per source template, at the path it has in the
+	// source chart (a subchart's under charts/NAME/ of a subchart of the
+	// same name), documents in their order, each followed by the white
+	// space Helm kept after it (its Trailer), so that Helm renders them
+	// back to the same bytes (templateFile) under the same "# Source:".
 	files := map[string][]manifest.Document{}
 	var order []string
 	for _, d := range docs {
-		name, err := flatten(src.Name(), d.Source, "templates")
+		name, err := tempChartFile(src.Name(), d.Source)
 		if err != nil {
 			return nil, err
 		}
@@ -94,8 +96,14 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 		}
 		files[name] = append(files[name], d)
 	}
+	subcharts := map[string]*chart.Chart{"": tc}
 	for _, name := range order {
-		tc.Templates = append(tc.Templates, &common.File{Name: name, Data: templateFile(files[name])})
+		at, file := subchartOf(name)
+		owner, err := mirrorSubchart(subcharts, src, at)
+		if err != nil {
+			return nil, err
+		}
+		owner.Templates = append(owner.Templates, &common.File{Name: file, Data: templateFile(files[name])})
 	}
 	if r.Notes != "" {
 		tc.Templates = append(tc.Templates, &common.File{Name: "templates/NOTES.txt", Data: []byte(Escape(r.Notes))})
@@ -109,7 +117,12 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 	// In the order Helm's loader reads them back from disk, so the chart
 	// in memory installs its CRDs in the order the written one does.
 	byName := func(a, b *common.File) int { return strings.Compare(a.Name, b.Name) }
-	slices.SortFunc(tc.Templates, byName)
+	for _, c := range subcharts {
+		slices.SortFunc(c.Templates, byName)
+		deps := c.Dependencies()
+		slices.SortFunc(deps, func(a, b *chart.Chart) int { return strings.Compare(a.Name(), b.Name()) })
+		c.SetDependencies(deps...)
+	}
 	slices.SortFunc(tc.Files, byName)
 	if err := tc.Validate(); err != nil {
 		return nil, fmt.Errorf("temporary chart for %s: %w", src.Name(), err)
@@ -119,14 +132,15 @@ func BuildTempChart(r *Rendered, docs []manifest.Document, o TempChartOptions) (
 
 // RenderTempChart returns what Helm's render of tc gives back, without
 // rendering it: tc is BuildTempChart(r, docs, ...), whose templates hold
-// docs escaped, one file per source template, so its render is docs
-// unescaped, renamed to the flat chart's files, and put in Helm's order
-// again. TestRenderTempChartMatchesHelm holds it to a real render; it is
-// what lets `template` print what apply installs without rendering twice.
+// docs escaped, one file per source template at its source path, so its
+// render is docs unescaped, under the same "# Source:" paths (tc has the
+// source chart's name), in Helm's order again.
+// TestRenderTempChartMatchesHelm holds it to a real render; it is what
+// lets `template` print what apply installs without rendering twice.
 func RenderTempChart(tc *chart.Chart, r *Rendered, docs []manifest.Document) (*Rendered, error) {
 	out := make([]manifest.Document, len(docs))
 	for i, d := range docs {
-		name, err := flatten(r.Chart.Name(), d.Source, "templates")
+		name, err := tempChartFile(r.Chart.Name(), d.Source)
 		if err != nil {
 			return nil, err
 		}
@@ -138,14 +152,119 @@ func RenderTempChart(tc *chart.Chart, r *Rendered, docs []manifest.Document) (*R
 	return &Rendered{Chart: tc, Documents: installOrdered(out), Notes: r.Notes}, nil
 }
 
-// flatten maps a rendered file of chart or one of its subcharts to a file of
-// the flat temporary chart under dir ("templates" or "crds"):
+// tempChartFile maps a rendered file of chart, or of one of its
+// subcharts, to the file of the temporary chart that renders to it: the
+// same path, so that "# Source:" lines, --show-only and the stored
+// manifest read as with plain Helm:
 //
 //	webapp/templates/web.yaml             -> templates/web.yaml
-//	webapp/charts/cache/templates/x.yaml  -> templates/charts/cache/x.yaml
+//	webapp/charts/cache/templates/x.yaml  -> charts/cache/templates/x.yaml
 //
-// The top chart's files keep their names, so "# Source:" comments in the
-// release read as with plain Helm.
+// A path that is no chart's template (a post-renderer's own "# Source:")
+// goes under the top chart's templates/.
+func tempChartFile(chartName, source string) (string, error) {
+	rest, ok := strings.CutPrefix(source, chartName+"/")
+	if !ok {
+		return "", fmt.Errorf("rendered file %q is outside chart %s", source, chartName)
+	}
+	at, file := subchartOf(rest)
+	if !strings.HasPrefix(file, "templates/") {
+		rest = "templates/" + rest
+	}
+	clean := path.Clean(rest)
+	if clean != rest || !filepath.IsLocal(filepath.FromSlash(clean)) {
+		return "", fmt.Errorf("rendered file %q does not map to a safe path in the temporary chart", source)
+	}
+	at, file = subchartOf(clean)
+	// Helm treats files starting with "_" as partials and never renders them.
+	if base := path.Base(file); strings.HasPrefix(base, "_") {
+		clean = path.Join(at, path.Dir(file), "u"+base)
+	}
+	return clean, nil
+}
+
+// subchartOf splits a file of a chart into the subchart that holds it
+// ("" for the chart itself, else "charts/a" or "charts/a/charts/b") and
+// its path in that subchart.
+func subchartOf(name string) (at, file string) {
+	file = name
+	for {
+		sub, ok := strings.CutPrefix(file, "charts/")
+		i := strings.Index(sub, "/")
+		if !ok || i <= 0 {
+			return strings.TrimSuffix(at, "/"), file
+		}
+		at += "charts/" + sub[:i] + "/"
+		file = sub[i+1:]
+	}
+}
+
+// mirrorSubchart returns the subchart of the temporary chart at path at
+// ("charts/a/charts/b"), creating it and its parents as needed in
+// subcharts (which maps each path made so far to its chart, "" to the
+// top). A subchart takes the metadata of the source chart's subchart of
+// that name, as rendering left it (aliases applied), with no dependencies
+// of its own declared: every subchart in the temporary chart rendered,
+// and none is disabled or imported from again by a condition.
+func mirrorSubchart(subcharts map[string]*chart.Chart, src *chart.Chart, at string) (*chart.Chart, error) {
+	if c, ok := subcharts[at]; ok {
+		return c, nil
+	}
+	parentAt, name := "", at
+	if i := strings.LastIndex(at, "/charts/"); i >= 0 {
+		parentAt, name = at[:i], at[i+len("/charts/"):]
+	} else {
+		name = strings.TrimPrefix(at, "charts/")
+	}
+	parent, err := mirrorSubchart(subcharts, src, parentAt)
+	if err != nil {
+		return nil, err
+	}
+	md := &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: "0.0.0"}
+	if s := sourceSubchart(src, at); s != nil && s.Metadata != nil {
+		copied := *s.Metadata
+		copied.APIVersion = chart.APIVersionV2
+		copied.Dependencies = nil
+		copied.Name = name
+		if copied.Type == "library" {
+			copied.Type = "" // its rendered documents install
+		}
+		md = &copied
+	}
+	c := &chart.Chart{Metadata: md}
+	parent.AddDependency(c)
+	subcharts[at] = c
+	return c, nil
+}
+
+// sourceSubchart is the subchart of src at path at ("charts/a/charts/b"),
+// or nil.
+func sourceSubchart(src *chart.Chart, at string) *chart.Chart {
+	c := src
+	for _, part := range strings.Split(at, "/") {
+		if part == "charts" {
+			continue
+		}
+		var next *chart.Chart
+		for _, d := range c.Dependencies() {
+			if d.Name() == part {
+				next = d
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		c = next
+	}
+	return c
+}
+
+// flatten maps a CRD file of chart or one of its subcharts to a file of
+// the temporary chart's own crds/ folder (Helm installs every chart's
+// CRDs alike; they are gathered once, see flattenCRDs):
+//
+//	webapp/crds/c.yaml              -> crds/c.yaml
+//	webapp/charts/cache/crds/c.yaml -> crds/charts/cache/c.yaml
 func flatten(chartName, source, dir string) (string, error) {
 	rest, ok := strings.CutPrefix(source, chartName+"/")
 	if !ok {
@@ -160,13 +279,6 @@ func flatten(chartName, source, dir string) (string, error) {
 	clean := path.Clean(rest)
 	if clean != rest || !filepath.IsLocal(filepath.FromSlash(clean)) || !strings.HasPrefix(clean, dir+"/") {
 		return "", fmt.Errorf("rendered file %q does not map to a safe path in the temporary chart", source)
-	}
-	// Helm treats files starting with "_" as partials and never renders them.
-	if base := path.Base(clean); strings.HasPrefix(base, "_") {
-		clean = path.Join(path.Dir(clean), "u"+base)
-	}
-	if ext := path.Ext(clean); dir == "templates" && ext != ".yaml" && ext != ".yml" && ext != ".json" {
-		clean += ".yaml"
 	}
 	return clean, nil
 }
@@ -252,6 +364,14 @@ func WriteChart(ch *chart.Chart, dir string) error {
 	files = append(files, ch.Raw...)
 	files = append(files, ch.Templates...)
 	files = append(files, ch.Files...)
+	for _, sub := range ch.Dependencies() {
+		if !filepath.IsLocal(sub.Name()) || strings.ContainsAny(sub.Name(), `/\`) {
+			return fmt.Errorf("temporary chart's subchart %q would escape %s", sub.Name(), dir)
+		}
+		if err := WriteChart(sub, filepath.Join(dir, "charts", sub.Name())); err != nil {
+			return err
+		}
+	}
 	for _, f := range files {
 		if !filepath.IsLocal(filepath.FromSlash(f.Name)) {
 			return fmt.Errorf("temporary chart file %q would escape %s", f.Name, dir)

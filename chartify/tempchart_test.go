@@ -68,17 +68,10 @@ func TestTempChartReproducesDocuments(t *testing.T) {
 	injected := pretendInjected(r, "\n# injected {{ not a template }} }}{{")
 	_, loaded, again := buildWriteLoadRender(t, r, injected, TempChartOptions{Source: webapp, Annotations: map[string]string{"helm-inject.io/injectors": `[{"name":"x f=FILE"}]`}},
 		RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
-	// Subchart templates move into the flat chart's templates/charts/.
-	want := make([]manifest.Document, len(injected))
-	for i, d := range injected {
-		flat, err := flatten("webapp", d.Source, "templates")
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Source = "webapp/" + flat
-		want[i] = d
-	}
-	if want[5].Source != "webapp/templates/charts/cache/deployment.yaml" {
+	// Subcharts' documents keep helm's paths: the temporary chart has the
+	// source chart's subcharts, each with its own templates.
+	want := injected
+	if want[5].Source != "webapp/charts/cache/templates/deployment.yaml" {
 		t.Fatalf("unexpected fixture order: document 5 comes from %s", want[5].Source)
 	}
 	if diff := cmp.Diff(want, again.Documents); diff != "" {
@@ -176,38 +169,102 @@ func TestWriteChartIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every file of the chart was written: Chart.yaml, values.yaml, one
-	// file per source template, and the CRDs.
-	if want := 2 + len(tc.Templates) + len(tc.Files); files != want || len(tc.Templates) == 0 {
+	// file per source template, and the CRDs; and the subchart's
+	// Chart.yaml and templates.
+	if len(tc.Dependencies()) != 1 {
+		t.Fatalf("the temporary chart has %d subcharts, want webapp's one (cache)", len(tc.Dependencies()))
+	}
+	sub := tc.Dependencies()[0]
+	if want := 2 + len(tc.Templates) + len(tc.Files) + 1 + len(sub.Templates); files != want || len(tc.Templates) == 0 || len(sub.Templates) == 0 {
 		t.Errorf("%d files written, want %d", files, want)
 	}
 }
 
-func TestFlatten(t *testing.T) {
-	tests := []struct {
-		source, dir, want, err string
+// TestTempChartConditionsApplyOnce: the temporary chart holds the
+// subcharts that rendered, under helm's paths, and the source chart's
+// conditions do not apply to it again: rendered with values that would
+// disable a subchart, it still renders that subchart's documents; a
+// subchart that was disabled is absent, whatever the values.
+func TestTempChartConditionsApplyOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		cache bool
 	}{
-		{"webapp/templates/web.yaml", "templates", "templates/web.yaml", ""},
-		{"webapp/templates/tests/t.yaml", "templates", "templates/tests/t.yaml", ""},
-		{"webapp/charts/cache/templates/d.yaml", "templates", "templates/charts/cache/d.yaml", ""},
-		{"webapp/charts/a/charts/b/templates/d.yaml", "templates", "templates/charts/a/charts/b/d.yaml", ""},
-		{"webapp/charts/cache/crds/c.yaml", "crds", "crds/charts/cache/c.yaml", ""},
-		{"webapp/templates/_underscore.yaml", "templates", "templates/u_underscore.yaml", ""},
-		{"webapp/templates/config.txt", "templates", "templates/config.txt.yaml", ""},
-		{"other/templates/web.yaml", "templates", "", "outside chart"},
-		{"webapp/templates/../../etc/passwd", "templates", "", "safe path"},
-		{"webapp/../x.yaml", "templates", "", "safe path"},
+		{"subchart enabled", true},
+		{"subchart disabled", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			enabled := func(on bool) map[string]any { return map[string]any{"cache": map[string]any{"enabled": on}} }
+			r := renderWebapp(t, enabled(tt.cache))
+			tc, err := BuildTempChart(r, r.Documents, TempChartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Render(tc, enabled(!tt.cache), RenderOptions{ReleaseName: "shop", Namespace: "prod", Revision: 3, IsUpgrade: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fromCache []string
+			for _, d := range got.Documents {
+				if strings.HasPrefix(d.Source, "webapp/charts/cache/templates/") {
+					fromCache = append(fromCache, d.ID.String())
+				}
+			}
+			if tt.cache && len(fromCache) == 0 {
+				t.Errorf("rendered with cache.enabled=false, the temporary chart lost the cache subchart's documents: its condition applied again")
+			}
+			if !tt.cache && len(fromCache) > 0 {
+				t.Errorf("the cache subchart was disabled, yet the temporary chart renders %v", fromCache)
+			}
+		})
+	}
+}
+
+func TestTempChartFile(t *testing.T) {
+	tests := []struct {
+		source, want, err string
+	}{
+		{"webapp/templates/web.yaml", "templates/web.yaml", ""},
+		{"webapp/templates/tests/t.yaml", "templates/tests/t.yaml", ""},
+		{"webapp/charts/cache/templates/d.yaml", "charts/cache/templates/d.yaml", ""},
+		{"webapp/charts/a/charts/b/templates/d.yaml", "charts/a/charts/b/templates/d.yaml", ""},
+		{"webapp/charts/a/templates/charts/b/d.yaml", "charts/a/templates/charts/b/d.yaml", ""},
+		{"webapp/templates/_underscore.yaml", "templates/u_underscore.yaml", ""},
+		{"webapp/charts/a/templates/_x.yaml", "charts/a/templates/u_x.yaml", ""},
+		{"webapp/templates/config.txt", "templates/config.txt", ""},
+		// A post-renderer's own source goes under the top templates/.
+		{"webapp/generated.yaml", "templates/generated.yaml", ""},
+		{"webapp/charts/a/x.yaml", "templates/charts/a/x.yaml", ""},
+		{"other/templates/web.yaml", "", "outside chart"},
+		{"webapp/templates/../../etc/passwd", "", "safe path"},
+		{"webapp/charts/a/templates/../../../../x.yaml", "", "safe path"},
+		{"webapp/../x.yaml", "", "safe path"},
 	}
 	for _, tt := range tests {
-		got, err := flatten("webapp", tt.source, tt.dir)
+		got, err := tempChartFile("webapp", tt.source)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("flatten(%q) = %q, %v; want error %q", tt.source, got, err, tt.err)
+				t.Errorf("tempChartFile(%q) = %q, %v; want error %q", tt.source, got, err, tt.err)
 			}
 			continue
 		}
 		if err != nil || got != tt.want {
+			t.Errorf("tempChartFile(%q) = %q, %v; want %q", tt.source, got, err, tt.want)
+		}
+	}
+}
+
+func TestFlattenCRDs(t *testing.T) {
+	for _, tt := range []struct{ source, want string }{
+		{"webapp/crds/c.yaml", "crds/c.yaml"},
+		{"webapp/charts/cache/crds/c.yaml", "crds/charts/cache/c.yaml"},
+	} {
+		if got, err := flatten("webapp", tt.source, "crds"); err != nil || got != tt.want {
 			t.Errorf("flatten(%q) = %q, %v; want %q", tt.source, got, err, tt.want)
 		}
+	}
+	if _, err := flatten("webapp", "webapp/crds/../../x.yaml", "crds"); err == nil {
+		t.Error("a CRD path out of the chart was accepted")
 	}
 }
 

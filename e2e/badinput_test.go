@@ -144,7 +144,7 @@ func TestBadChartInputsApplyNothing(t *testing.T) {
 	}{
 		{"missing chart", []string{"fixtures/charts/nope"}, "chart fixtures/charts/nope: no such chart directory or archive"},
 		{"values fail the schema", []string{apiChart, "--set", "logLevel=5"}, "at '/logLevel': got number, want string"},
-		{"chart renders nothing", []string{empty}, empty + " rendered no manifests, hooks or CRDs: nothing to install"},
+		{"upgrade to a chart that renders nothing", []string{empty}, empty + " rendered no object, so this upgrade would delete all"},
 		{"archive entry escapes the chart", []string{escaping}, "chart illegally"},
 		{"50 MB manifest", []string{apiChart, "--set-file", "logLevel=" + big},
 			"v1 ConfigMap guarded-config in api/templates/all.yaml is 52428"},

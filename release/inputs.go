@@ -8,8 +8,8 @@ import (
 // how its injectors run and are chosen. Apply, Diff and Template embed
 // them (as Helm's actions embed ChartPathOptions), so each input is
 // declared once and the CLI binds its flags to it once. Template has no
-// release history: it ignores ValuesMode, Reconcile, UpdateInjectors and
-// Labels.
+// release history: it ignores ValuesMode, Reconcile, UpdateInjectors,
+// AllowEmpty and Labels.
 type Inputs struct {
 	// Namespace is the release's namespace.
 	Namespace string
@@ -29,6 +29,10 @@ type Inputs struct {
 	// Reconcile and UpdateInjectors choose built-in injector versions.
 	Reconcile       inject.ReconcileStrategy
 	UpdateInjectors bool
+
+	// AllowEmpty lets an upgrade go ahead whose render has no object while
+	// the deployed revision has some: it deletes them all (--allow-empty).
+	AllowEmpty bool
 
 	// KeepChart, when set, also writes the temporary chart to this folder.
 	KeepChart string

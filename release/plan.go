@@ -150,6 +150,16 @@ func makePlan(ctx context.Context, cfg *action.Configuration, name string, src S
 	if err != nil {
 		return nil, err
 	}
+	// helm's install and upgrade refuse a document that is no object
+	// before they write; template prints it.
+	if err := CheckObjects(name, opts.Namespace, rendered.Documents, current != nil); err != nil {
+		return nil, err
+	}
+	if current != nil && !o.AllowEmpty {
+		if err := refuseEmptying(name, src.Ref, current, rendered.Documents); err != nil {
+			return nil, err
+		}
+	}
 	// What is installed is exactly what was planned, rendered and
 	// compared; --keep-chart also writes it to a folder.
 	if err := keepChart(name, tc, o.KeepChart); err != nil {
@@ -255,9 +265,6 @@ func renderAndInject(ctx context.Context, name string, src Source, vals map[stri
 	if err != nil {
 		return nil, fmt.Errorf("release %q: rendering %s: %w", name, src.Ref, err)
 	}
-	if !slices.ContainsFunc(rendered.Documents, func(d manifest.Document) bool { return !d.Empty() }) && len(src.Chart.CRDObjects()) == 0 {
-		return nil, fmt.Errorf("release %q: %s rendered no manifests, hooks or CRDs: nothing to install (check the chart's conditions and your values)", name, src.Ref)
-	}
 	if declared == nil {
 		declared = &inject.Declared{}
 	}
@@ -319,6 +326,32 @@ func assemble(name string, src Source, b *built, pr PostRenderer) (*chart.Chart,
 	}
 	return tc, r, b.Records, nil
 }
+
+// refuseEmptying refuses an upgrade of current to a render with no
+// object (hooks aside) while current's manifest has some: helm would
+// delete every object of the release, which a chart whose conditions or
+// values went wrong does silently. It is the one guard helm-inject keeps
+// that helm lacks; --allow-empty lifts it.
+func refuseEmptying(name, ref string, current *release.Release, docs []manifest.Document) error {
+	if slices.ContainsFunc(docs, isObject) {
+		return nil
+	}
+	deployed := 0
+	for _, doc := range manifest.Split(current.Manifest) {
+		if d, err := manifest.Parse("", doc); err == nil && isObject(d) {
+			deployed++
+		}
+	}
+	if deployed == 0 {
+		return nil
+	}
+	return fmt.Errorf("release %q: %s rendered no object, so this upgrade would delete all %d objects of revision %d; check the chart's conditions and your values, or pass --allow-empty to delete them",
+		name, ref, deployed, current.Version)
+}
+
+// isObject says whether d is an object the release owns: not a hook, not
+// a document of comments only.
+func isObject(d manifest.Document) bool { return !d.Empty() && d.Hook == "" }
 
 // keepChart writes a copy of the temporary chart into dir (--keep-chart),
 // when dir is set.

@@ -256,6 +256,8 @@ var flagEffectsElsewhere = map[string]map[string]string{
 		"post-renderer":            "TestHelmPostRenderer",
 		"post-renderer-args":       "TestHelmPostRenderer",
 		"release-name":             "TestHelmRenderFlags",
+		"generate-name":            "TestTemplateLikeHelmTemplate",
+		"name-template":            "TestTemplateLikeHelmTemplate",
 		"repo":                     "TestTemplateChartDownloadFlags",
 		"set-file":                 "TestTemplateFlags",
 		"username":                 "TestTemplateChartDownloadFlags",
@@ -435,8 +437,7 @@ func TestCompatFlagsParse(t *testing.T) {
 	}{
 		{"template", []string{"--wait", "--timeout", "5m", "--labels", "a=b", "--atomic", "--skip-crds", "--adopt", "Deployment/x"}, ""},
 		{"template", []string{"--timeout", "soon"}, "invalid argument"},
-		{"template", []string{"--generate-name"}, "give the release NAME"},
-		{"template", []string{"--name-template", "x-{{ randAlpha 3 }}"}, "give the release NAME"},
+		{"template", []string{"--generate-name", "--name-template", "x-{{ randAlpha 3 }}"}, ""},
 		{"diff upgrade", []string{"--three-way-merge"}, ""},
 		{"diff upgrade", []string{"--suppress-label", "app"}, "use --suppress-output-line-regex"},
 		{"diff", []string{"--suppress-annotation", "a"}, "use --suppress-output-line-regex"},

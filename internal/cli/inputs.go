@@ -43,6 +43,7 @@ func (in *releaseInputs) add(f *pflag.FlagSet) {
 	f.BoolVar(&in.resetThen, "reset-then-reuse-values", false, "when upgrading, reset the values to the chart's, then apply the last release's values and the overrides")
 	f.BoolVar(&in.inputs.SkipSchemaValidation, "skip-schema-validation", false, "disable JSON schema validation")
 	f.StringVar(&in.reconcile, "reconcile", string(inject.ReconcileAlways), "when a release moves to a newer version of a built-in injector: always, never (keep the recorded version), with-chart (move only when the release changes anyway)")
+	f.BoolVar(&in.inputs.AllowEmpty, "allow-empty", false, "let an upgrade whose chart renders no object delete every object of the release (refused otherwise)")
 	f.BoolVar(&in.inputs.UpdateInjectors, "update-injectors", false, "move built-in injectors to the version their constraint resolves to now, whatever --reconcile says")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -66,11 +67,18 @@ func newPostRenderCommand(kernel confine.Kernel) *cobra.Command {
 			}
 			var docs []manifest.Document
 			for i, part := range manifest.Split(string(in)) {
-				d, err := manifest.Parse(fmt.Sprintf("stdin document %d", i+1), part)
+				// A document that is no Kubernetes object passes through
+				// as helm's render keeps it: the injectors never get it.
+				d, err := manifest.ParseRendered(fmt.Sprintf("stdin document %d", i+1), part)
 				if err != nil {
 					return fmt.Errorf("stdin document %d: %w", i+1, err)
 				}
-				docs = append(docs, d)
+				docs = append(docs, d.WithoutTree())
+			}
+			if !slices.ContainsFunc(docs, isObject) {
+				// helm prints what it rendered, nothing included; the
+				// line says it was not lost on the way.
+				fmt.Fprintln(cmd.ErrOrStderr(), "helm-inject post-render: no Kubernetes object on stdin; nothing to inject")
 			}
 			out, _, err := p.Run(cmd.Context(), docs, inject.Env{
 				// Helm tells a post-renderer nothing about the release.

@@ -9,10 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"helm.sh/helm/v4/pkg/action"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/cli"
 
 	"github.com/helm-inject/helm-inject/inject"
 	"github.com/helm-inject/helm-inject/internal/confine"
+	"github.com/helm-inject/helm-inject/manifest"
 	"github.com/helm-inject/helm-inject/release"
 )
 
@@ -40,17 +43,25 @@ type templateFlags struct {
 	pinsFile    string
 	progress    string
 	confine     bool
+	// generateName and nameTemplate name the release when no NAME is
+	// given, as helm template's -g and --name-template.
+	generateName bool
+	nameTemplate string
 }
 
 func newTemplateCommand(settings *cli.EnvSettings, kernel confine.Kernel) *cobra.Command {
 	tf := &templateFlags{}
 	cmd := &cobra.Command{
-		Use:   "template NAME CHART",
+		Use:   "template [NAME] CHART",
 		Short: "Print a chart's manifests with sidecars injected",
 		Long:  templateLong,
-		Args:  exactArgs(2, "a release NAME and a CHART"),
+		Args:  rangeArgs(1, 2, "a CHART, after an optional release NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return tf.run(cmd, settings, kernel, args)
+			name, ref, err := tf.nameAndChart(args)
+			if err != nil {
+				return err
+			}
+			return tf.run(cmd, settings, kernel, []string{name, ref})
 		},
 	}
 	tf.add(cmd.Flags())
@@ -102,6 +113,11 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, kern
 	if err != nil {
 		return err
 	}
+	if !slices.ContainsFunc(r.Documents, isObject) {
+		// As helm template, nothing (or comments only) is printed and the
+		// command succeeds; the line tells why the output is empty.
+		fmt.Fprintf(cmd.ErrOrStderr(), "release %q: %s rendered no Kubernetes object\n", args[0], args[1])
+	}
 	tf.print.ShowOnly = splitComma(tf.showOnly)
 	if tf.outputDir != "" {
 		dir := tf.outputDir
@@ -151,8 +167,23 @@ func (tf *templateFlags) add(f *pflag.FlagSet) {
 	noop(f, "description", "", noopString(), notInstalled)
 	noop(f, "labels", "l", noopString(), notInstalled)
 	noop(f, "adopt", "", noopString(), notInstalled)
-	refuse(f, "generate-name", "g", true, "give the release NAME as the first argument")
-	refuse(f, "name-template", "", false, "give the release NAME as the first argument")
+	f.BoolVarP(&tf.generateName, "generate-name", "g", false, "generate the name (and omit the NAME parameter)")
+	f.StringVar(&tf.nameTemplate, "name-template", "", "specify template used to name the release")
+}
+
+// nameAndChart reads the release name and chart from the arguments as
+// helm template does, with Helm's own rules: NAME CHART, or CHART alone
+// with --name-template, or "release-name".
+func (tf *templateFlags) nameAndChart(args []string) (string, string, error) {
+	install := action.Install{GenerateName: tf.generateName, NameTemplate: tf.nameTemplate, ReleaseName: "release-name"}
+	name, ref, err := install.NameAndChart(args)
+	if err != nil {
+		return "", "", err
+	}
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return "", "", fmt.Errorf("release name check failed: %w", err)
+	}
+	return name, ref, nil
 }
 
 // confineRender confines template for --confine: it refuses what would
@@ -186,6 +217,20 @@ func (tf *templateFlags) confineRender(kernel confine.Kernel, ref string, d *inj
 	tf.chart.offline = true
 	return confineRender(kernel, confine.Required, p, stderr)
 }
+
+// rangeArgs is cobra.RangeArgs with a message that says what is expected.
+func rangeArgs(least, most int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < least || len(args) > most {
+			return fmt.Errorf("%q needs %s (got %d arguments)\n\nUsage:  %s", cmd.CommandPath(), what, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// isObject says whether d is a Kubernetes object: not a document of
+// comments only, nor one helm's render keeps that is no object.
+func isObject(d manifest.Document) bool { return !d.Empty() && d.NotResource == "" }
 
 // exactArgs is cobra.ExactArgs with a message that says what is expected.
 func exactArgs(n int, what string) cobra.PositionalArgs {

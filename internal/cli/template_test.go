@@ -262,3 +262,61 @@ func templateFlagCases(chart string) []templateFlagCase {
 		{[]string{"--set-string", "raw=007"}, []string{`raw: "007"`}, nil},
 	}
 }
+
+// TestTemplateLikeHelmTemplate: template takes helm template's arguments
+// and prints what it prints where helm-inject's own pipeline could differ:
+// subcharts' documents under helm's paths (and --show-only with them), a
+// chart that renders no object (printed as it is, exit 0, one line on
+// stderr), and the release name from [NAME], --name-template or helm's
+// default.
+func TestTemplateLikeHelmTemplate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "parent")
+	cm := func(name string) string {
+		return "{{- if .Values.show }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n{{- end }}\n# " + name + " ends\n"
+	}
+	testfs.Write(t, dir, map[string]string{
+		"Chart.yaml":                                       "apiVersion: v2\nname: parent\nversion: 0.1.0\ndependencies:\n  - name: child\n    version: 0.1.0\n    condition: child.enabled\n",
+		"values.yaml":                                      "show: true\nchild:\n  enabled: true\n  show: true\n",
+		"templates/cm.yaml":                                cm("{{ .Release.Name }}-parent"),
+		"charts/child/Chart.yaml":                          "apiVersion: v2\nname: child\nversion: 0.1.0\n",
+		"charts/child/templates/cm.yaml":                   cm("{{ .Release.Name }}-child"),
+		"charts/child/charts/grandchild/Chart.yaml":        "apiVersion: v2\nname: grandchild\nversion: 0.1.0\n",
+		"charts/child/charts/grandchild/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grandchild\n",
+	})
+	// The outputs are helm 4.3.2's `helm template` of the same chart,
+	// byte for byte.
+	doc := func(source, name, after string) string {
+		return "---\n# Source: " + source + "\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n# " + name + " ends\n" + after
+	}
+	grandchild := "---\n# Source: parent/charts/child/charts/grandchild/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grandchild\n\n"
+	for _, tt := range []struct {
+		name           string
+		args           []string
+		stdout, stderr string
+	}{
+		{"subcharts under helm's paths", []string{"r", dir},
+			grandchild + doc("parent/charts/child/templates/cm.yaml", "r-child", "\n") + doc("parent/templates/cm.yaml", "r-parent", ""), ""},
+		{"--show-only a subchart's template", []string{"r", dir, "--show-only", "charts/child/templates/cm.yaml"},
+			doc("parent/charts/child/templates/cm.yaml", "r-child", "\n\n"), ""},
+		{"--show-only a glob over subcharts", []string{"r", dir, "-s", "charts/child/charts/*/templates/*"}, grandchild + "\n", ""},
+		{"a disabled subchart", []string{"r", dir, "--set", "child.enabled=false"}, doc("parent/templates/cm.yaml", "r-parent", ""), ""},
+		{"no object rendered", []string{"r", dir, "--set", "show=false,child.enabled=false"},
+			"---\n# Source: parent/templates/cm.yaml\n# r-parent ends\n", `release "r": ` + dir + " rendered no Kubernetes object\n"},
+		{"helm's default name", []string{dir, "--set", "child.enabled=false"}, doc("parent/templates/cm.yaml", "release-name-parent", ""), ""},
+		{"--name-template", []string{dir, "--set", "child.enabled=false", "--name-template", `foo-{{ "abc" | b64enc | lower }}`}, doc("parent/templates/cm.yaml", "foo-ywjj-parent", ""), ""},
+		// helm template names the release release-name before -g would.
+		{"--generate-name", []string{dir, "--set", "child.enabled=false", "--generate-name"}, doc("parent/templates/cm.yaml", "release-name-parent", ""), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, append([]string{"template"}, tt.args...)...)
+			if code != 0 || stdout != tt.stdout || stderr != tt.stderr {
+				t.Errorf("exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s", code, stdout, tt.stdout, stderr, tt.stderr)
+			}
+		})
+	}
+	for _, args := range [][]string{{"r", dir, "--name-template", "x"}, {"r", dir, "-g"}, {"a", "b", "c"}, {dir, "--name-template", "X"}, {"R", dir}} {
+		if _, _, code := runCLI(t, append([]string{"template"}, args...)...); code == 0 {
+			t.Errorf("template %v succeeded; helm template refuses it", args)
+		}
+	}
+}
