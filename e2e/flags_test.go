@@ -45,7 +45,8 @@ func TestApplyHelmFlags(t *testing.T) {
 	mustHelmInject(t, append([]string{"upgrade", "--install", "nothing-here", apiChart}, inj...)...)
 }
 
-// TestTemplateOutputDir writes one file per template, as helm template does.
+// TestTemplateOutputDir writes one file per template, as helm template does,
+// a subchart's under charts/NAME/templates/.
 func TestTemplateOutputDir(t *testing.T) {
 	dir := t.TempDir()
 	mustHelmInject(t, "template", "out", webappChart, "--output-dir", dir, "--injector", "sidecar-injector f=FILE")
@@ -56,7 +57,8 @@ func TestTemplateOutputDir(t *testing.T) {
 	if strings.Count(string(b), "# Source: webapp/templates/statefulset.yaml") != 2 || !strings.Contains(string(b), "name: sidecar") {
 		t.Errorf("statefulset.yaml:\n%s", b)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "webapp", "templates", "charts", "cache", "deployment.yaml")); err != nil {
+	// Under helm's path for a subchart's template.
+	if _, err := os.Stat(filepath.Join(dir, "webapp", "charts", "cache", "templates", "deployment.yaml")); err != nil {
 		t.Errorf("the subchart's deployment was not written: %v", err)
 	}
 }
