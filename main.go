@@ -4,11 +4,6 @@
 package main
 
 import (
-	// For its init, which Go's initialisation order runs right after
-	// package syscall's, before Helm's and Kubernetes' packages allocate:
-	// see its doc.
-	_ "github.com/helm-inject/helm-inject/internal/hugeheap"
-
 	"context"
 	"fmt"
 	"os"

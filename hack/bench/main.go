@@ -112,10 +112,6 @@ type options struct {
 	// gogc, when set, adds apply and template methods run with each of
 	// these GOGC values: what tuning the collector would change.
 	gogc []string
-	// noTHP adds apply and template methods run with GODEBUG=disablethp=1:
-	// what advising the heap's start for huge pages (internal/hugeheap)
-	// gains.
-	noTHP bool
 }
 
 func run(ctx context.Context) error {
@@ -131,7 +127,6 @@ func run(ctx context.Context) error {
 	flag.StringVar(&o.profiles, "profiles", "", "write a CPU profile of every measured helm-inject and helm run into this folder (METHOD-N-rROUND.prof; read with go tool pprof)")
 	wc := flag.String("write-concurrency", "", "also measure apply, built-in, with each of these --write-concurrency values (for example 1,4,16,32; methods hi-apply-wcN and hi-apply-wcN-delayed)")
 	gogc := flag.String("gogc", "", "also measure apply and template, built-in, with each of these GOGC values (for example 100,200,400,off; methods hi-apply-gogcV and hi-template-gogcV)")
-	flag.BoolVar(&o.noTHP, "nothp", false, "also measure apply and template, built-in, with GODEBUG=disablethp=1, which keeps huge pages off the heap's start (methods hi-apply-nothp and hi-template-nothp)")
 	flag.Parse()
 	if *only != "" {
 		o.only, o.write = strings.Split(*only, ","), false
@@ -462,9 +457,6 @@ func (b *bench) methods() []method {
 	}
 	for _, g := range b.o.gogc {
 		all = append(all, withEnv("gogc"+g, "GOGC="+g)...)
-	}
-	if b.o.noTHP {
-		all = append(all, withEnv("nothp", "GODEBUG=disablethp=1")...)
 	}
 	if len(b.o.only) == 0 {
 		return all
