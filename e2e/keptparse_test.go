@@ -15,9 +15,8 @@ import (
 // TestKeptParseOfParityCharts: for every document that the charts of the
 // parity corpus render, the tree helm-inject parses once and hands to a
 // built-in injector (manifest.ParseTree, then Document.Tree) is the tree
-// yaml.v3 reads from the same text, node for node: its own parser of
-// plain block YAML (manifest/blockparse.go) may take only what it reads as
-// yaml.v3 does. The documents are helm 4's `helm template` output without
+// yaml.v3 reads from the document as it stands in helm's output, node for
+// node, whether it comes from the parse kept or a new one. The documents are helm 4's `helm template` output without
 // the "# Source:" line it prints and its engine does not render.
 func TestKeptParseOfParityCharts(t *testing.T) {
 	share := filepath.Join(filepath.Dir(cluster.ToolsBin), "share")

@@ -119,9 +119,6 @@ func (d Document) Tree() (*yaml.Node, error) {
 			return root, nil
 		}
 	}
-	if root, ok := parseBlock(d.Content); ok {
-		return root, nil
-	}
 	root := &yaml.Node{}
 	if err := yaml.Unmarshal(d.YAML(), root); err != nil {
 		return nil, err
@@ -321,18 +318,12 @@ func ParseRendered(source, content string) (Document, error) {
 	if onlyComments(content) {
 		return Document{Source: source, Content: content}, nil
 	}
-	// Most rendered documents are plain block YAML, which parseBlock reads
-	// into the nodes yaml.v3 would make, several times faster; yaml.v3
-	// reads the rest and reports every error. yaml.Unmarshal into the head
-	// would parse the whole document into nodes and decode the head from
-	// them; here the nodes are kept.
-	root, ok := parseBlock(content)
-	if !ok {
-		root = &yaml.Node{}
-		// With its line end, as Tree parses it (see YAML).
-		if err := yaml.Unmarshal(lineEnded(content), root); err != nil {
-			return Document{}, fmt.Errorf("invalid YAML: %w", err)
-		}
+	// yaml.Unmarshal into the head would parse the whole document into
+	// nodes and decode the head from them; here the nodes are kept. With
+	// its line end, as Tree parses it (see YAML).
+	root := &yaml.Node{}
+	if err := yaml.Unmarshal(lineEnded(content), root); err != nil {
+		return Document{}, fmt.Errorf("invalid YAML: %w", err)
 	}
 	var h head
 	if err := root.Decode(&h); err != nil {
