@@ -153,6 +153,10 @@ func lineEnded(s string) []byte {
 // Empty: Helm refuses to install it.
 func (d Document) Empty() bool { return d.ID == ID{} && d.NotResource == "" }
 
+// IsObject reports whether the document is a Kubernetes object Helm's
+// client creates: neither Empty nor NotResource.
+func (d Document) IsObject() bool { return !d.Empty() && d.NotResource == "" }
+
 // IsTestHook reports whether the document is a `helm test` hook.
 func (d Document) IsTestHook() bool {
 	for _, h := range strings.Split(d.Hook, ",") {

@@ -333,12 +333,12 @@ func assemble(name string, src Source, b *built, pr PostRenderer) (*chart.Chart,
 // values went wrong does silently. It is the one guard helm-inject keeps
 // that helm lacks; --allow-empty lifts it.
 func refuseEmptying(name, ref string, current *release.Release, docs []manifest.Document) error {
-	if slices.ContainsFunc(docs, isObject) {
+	if slices.ContainsFunc(docs, ownedObject) {
 		return nil
 	}
 	deployed := 0
 	for _, doc := range manifest.Split(current.Manifest) {
-		if d, err := manifest.Parse("", doc); err == nil && isObject(d) {
+		if d, err := manifest.Parse("", doc); err == nil && ownedObject(d) {
 			deployed++
 		}
 	}
@@ -349,9 +349,9 @@ func refuseEmptying(name, ref string, current *release.Release, docs []manifest.
 		name, ref, deployed, current.Version)
 }
 
-// isObject says whether d is an object the release owns: not a hook, not
-// a document of comments only.
-func isObject(d manifest.Document) bool { return !d.Empty() && d.Hook == "" }
+// ownedObject says whether d is an object the release owns: an object,
+// not a hook.
+func ownedObject(d manifest.Document) bool { return d.IsObject() && d.Hook == "" }
 
 // keepChart writes a copy of the temporary chart into dir (--keep-chart),
 // when dir is set.

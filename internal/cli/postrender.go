@@ -75,7 +75,7 @@ func newPostRenderCommand(kernel confine.Kernel) *cobra.Command {
 				}
 				docs = append(docs, d.WithoutTree())
 			}
-			if !slices.ContainsFunc(docs, isObject) {
+			if !slices.ContainsFunc(docs, manifest.Document.IsObject) {
 				// helm prints what it rendered, nothing included; the
 				// line says it was not lost on the way.
 				fmt.Fprintln(cmd.ErrOrStderr(), "helm-inject post-render: no Kubernetes object on stdin; nothing to inject")

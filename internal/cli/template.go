@@ -113,7 +113,7 @@ func (tf *templateFlags) run(cmd *cobra.Command, settings *cli.EnvSettings, kern
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(r.Documents, isObject) {
+	if !slices.ContainsFunc(r.Documents, manifest.Document.IsObject) {
 		// As helm template, nothing (or comments only) is printed and the
 		// command succeeds; the line tells why the output is empty.
 		fmt.Fprintf(cmd.ErrOrStderr(), "release %q: %s rendered no Kubernetes object\n", args[0], args[1])
@@ -227,10 +227,6 @@ func rangeArgs(least, most int, what string) cobra.PositionalArgs {
 		return nil
 	}
 }
-
-// isObject says whether d is a Kubernetes object: not a document of
-// comments only, nor one helm's render keeps that is no object.
-func isObject(d manifest.Document) bool { return !d.Empty() && d.NotResource == "" }
 
 // exactArgs is cobra.ExactArgs with a message that says what is expected.
 func exactArgs(n int, what string) cobra.PositionalArgs {
