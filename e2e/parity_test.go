@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -137,16 +135,7 @@ func TestParityWithHelm4(t *testing.T) {
 			mustHelmInject(t, with("apply", rel, "--no-hooks")...)
 			// The next chart's namespace is created only once this
 			// release's webhooks are gone, whatever the outcome.
-			bin := helm4Bin(t)
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, bin, "uninstall", rel, "-n", ns, "--no-hooks", "--wait", "--timeout", "2m")
-				cmd.Env = os.Environ()
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Errorf("helm uninstall %s: %v\n%s", rel, err, out)
-				}
-			})
+			uninstallOnCleanup(t, rel, ns)
 			before := h4.mustRun(t, helm4Bin(t), "get", "manifest", rel, "-n", ns).stdout
 			if before != want {
 				t.Errorf("the manifest apply stored differs from helm 4 install's:\n%s", firstDifference(want, before))

@@ -115,9 +115,9 @@ func sourcesOf(t *testing.T, stream string) map[string]string {
 }
 
 // uninstallOnCleanup uninstalls a release with helm 4 when the test ends,
-// whatever its outcome, waiting for its objects to go, as
-// TestParityWithHelm4 does. Hooks are left out: kyverno's pre-delete Job
-// needs an image that never runs here.
+// whatever its outcome, waiting for its objects to go (TestParityWithHelm4
+// needs a release's webhooks gone before the next chart). Hooks are left
+// out: kyverno's pre-delete Job needs an image that never runs here.
 func uninstallOnCleanup(t *testing.T, rel, ns string) {
 	t.Helper()
 	bin := helm4Bin(t)
